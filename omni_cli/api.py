@@ -1,0 +1,23 @@
+"""The library's front door: load a card and a program, make an engine, submit requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .engine import Engine
+from .program import CompiledProgram, compile_program, load_card_file, load_program_file
+
+DEFAULT_CARD = "qwen2_5_omni_toy"
+
+
+def load(card: str = DEFAULT_CARD, program: str | None = None, settings: dict[str, Any] | None = None) -> CompiledProgram:
+    """Compile a card (name or path) with a program (name or path; default: the card's)."""
+    card_spec = load_card_file(card)
+    program_spec = load_program_file(program or card_spec.defaults.program)
+    return compile_program(card_spec, program_spec, settings)
+
+
+def engine(card: str = DEFAULT_CARD, program: str | None = None, settings: dict[str, Any] | None = None,
+           **engine_options: Any) -> Engine:
+    """`Engine(load(card, program, settings), **engine_options)`."""
+    return Engine(load(card, program, settings), **engine_options)

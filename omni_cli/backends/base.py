@@ -1,0 +1,174 @@
+"""What every backend's components look like to the loops: the step inputs and outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+# Work-unit kinds. A component's `run(kind, inputs)` takes a batch of inputs of one kind.
+AR_PREFILL = "ar_prefill"
+AR_TOKEN = "ar_token"
+AUDIO_CHUNK = "audio_chunk"
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend cannot be used here (an optional dependency is missing, a path is wrong)."""
+
+
+@dataclass
+class Prefill:
+    """What a prefill WorkUnit consumes: token ids (also the history for repetition penalty)."""
+
+    token_ids: list[int]
+    payload: Any = None  # backend-specific, when the input is not plain tokens (talker embeddings)
+
+
+@dataclass
+class ThinkerPrompt:
+    """What the tokenize op hands the thinker loop."""
+
+    prefill_ids: list[int]  # consumed by the prefill WorkUnit
+    forced_ids: list[int] | None  # echo mode: the reply is forced to these tokens (EOS excluded)
+    forced_end_id: int | None = None  # echo mode: the token forced after them (None: min(eos_token_ids))
+
+
+@dataclass
+class ARStepInput:
+    """One request's input to one AR step (prefill or token)."""
+
+    cache: Any  # per-request state made by `new_cache`: KV cache, positions, rope deltas
+    token_ids: list[int]  # tokens consumed by this step (prefill: the prompt; decode: [previous token])
+    prefill: Any = None  # backend payload for a prefill that is not plain tokens (talker conditioning)
+    cond: Any = None  # per-step conditioning added to the input (talker: one thinker reply vector)
+
+
+@dataclass
+class ARStepOutput:
+    """What one AR step produced for one request."""
+
+    logits: np.ndarray  # float32 [vocab]: scores of the next token (before our sampling)
+    hidden: Any = None  # last-layer hidden state of each consumed position (backend-native array)
+    embeds: Any = None  # input embedding of each consumed position (backend-native array)
+
+
+@dataclass
+class VocoderChunkInput:
+    """One request's input to one vocoder chunk: codes [start, end) plus whatever context it needs."""
+
+    state: Any  # per-request state made by `new_state`: left context, noise, overlap
+    codes: Sequence[int]  # every code received so far (the loop never copies it)
+    start: int
+    end: int
+    is_final: bool  # no more codes will come: the chunk may use zero padding on the right
+
+
+@dataclass
+class VocoderChunkOutput:
+    samples: np.ndarray  # float32 mono in [-1, 1], the samples this chunk makes final
+
+
+@dataclass
+class Footprint:
+    """Bytes a loop holds: for its whole life (`resident`) and during one step (`step`)."""
+
+    resident: int
+    step: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class Component(Protocol):
+    """One expert with weights. Holds no per-request state: that lives in caches/states it makes."""
+
+    name: str
+    role: str  # thinker | talker | vocoder
+
+    def weight_bytes(self) -> int: ...
+
+    def run(self, kind: str, inputs: list[Any]) -> list[Any]:
+        """Run one WorkUnit for each input, as one batch where the backend can."""
+        ...
+
+
+@dataclass
+class ARItem:
+    """What an AR loop publishes after each step: the token it chose and the states behind it.
+
+    Step 0 is the prefill: `consumed_ids` is the whole prompt, `hidden`/`embeds` have one row per
+    prompt position. Step k > 0 consumed the token chosen at step k-1.
+    """
+
+    step: int
+    consumed_ids: list[int]
+    token: int  # the token chosen from this step's logits (may be EOS)
+    hidden: Any = None
+    embeds: Any = None
+
+
+class ARModel(Component, Protocol):
+    """A thinker or talker: decoder-only, one token per `ar_token` WorkUnit."""
+
+    eos_token_ids: frozenset[int]
+    suppress_token_ids: frozenset[int]  # never sampled (e.g. codec BOS)
+    max_positions: int
+
+    def new_cache(self) -> Any: ...
+
+    def cache_bytes(self, num_positions: int) -> int: ...
+
+    def step_bytes(self, num_new: int, num_positions: int) -> int:
+        """Bytes a step holds that adds `num_new` positions to a sequence of `num_positions` in all."""
+        ...
+
+
+class ThinkerModel(ARModel, Protocol):
+    def encode(self, text: str, mode: str) -> ThinkerPrompt:
+        """Prompt for `mode` = "echo" (speak exactly `text`) or "chat" (answer `text`)."""
+        ...
+
+    def decode_text(self, token_ids: list[int]) -> str: ...
+
+    def embed_tokens(self, token_ids: list[int]) -> Any: ...
+
+
+class TalkerModel(ARModel, Protocol):
+    """Hand-off side: how thinker items become talker conditioning (model-specific pairing)."""
+
+    def prefill_from(self, items: Sequence[ARItem], is_closed: bool, voice: str | None) -> Prefill | None:
+        """The talker prefill, or None while `items` is too short and more may come."""
+        ...
+
+    def cond_for_step(self, items: Sequence[ARItem], is_closed: bool, step: int) -> Any | None:
+        """The conditioning of talker decode step `step` (>= 1), or None while it is not there yet."""
+        ...
+
+    def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
+        """(fewest, most) codec tokens for a reply of `items`; EOS is suppressed below the first.
+
+        Must be monotone in len(items) and at least len(items): the talker takes one item per
+        step, so while the thinker still runs the talker is below both bounds, and stream and
+        barrier hand-offs stop at the same step.
+        """
+        ...
+
+    def max_codes_for(self, num_reply_tokens: int) -> int:
+        """Upper bound of codes_bounds for a reply of that many tokens (sizes the KV cache at admission)."""
+        ...
+
+    def code_of(self, token: int) -> int | None:
+        """The vocoder code of a talker token, None for special tokens."""
+        ...
+
+
+class VocoderModel(Component, Protocol):
+    sample_rate: int
+    samples_per_code: int
+    lookahead_codes: int  # codes past a chunk's end it needs before it can run (unless final)
+
+    def new_state(self, voice: str | None) -> Any: ...
+
+    def state_bytes(self) -> int: ...
+
+    def step_bytes(self, num_codes: int) -> int: ...

@@ -1,0 +1,62 @@
+"""What the thinker and talker share: the per-request cache object and position bookkeeping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+
+@dataclass
+class ARCache:
+    """One request's AR state. The transformers modules keep `rope_deltas` on `self`, which would mix
+    interleaved requests, so positions are computed from here and passed explicitly on every step."""
+
+    kv: Any  # transformers DynamicCache, owned by this request only
+    num_positions: int = 0  # positions consumed so far (= next text position)
+    rope_delta: int = 0  # multimodal RoPE delta of this request's prompt (0 for a text-only prompt)
+
+
+def new_cache(text_config: Any) -> ARCache:
+    return ARCache(kv=DynamicCache(config=text_config))
+
+
+def prompt_positions(model: Any, token_ids: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """3-row multimodal RoPE positions [3, 1, n] of a prompt and its delta, without touching `self`."""
+    ones = torch.ones_like(token_ids)
+    positions, deltas = model.get_rope_index(token_ids, attention_mask=ones)
+    return positions, int(deltas.reshape(-1)[0])
+
+
+def decode_positions(cache: ARCache, num_new: int, device: torch.device) -> torch.Tensor:
+    """3-row positions [3, 1, num_new] continuing a prompt: text positions shifted by the rope delta."""
+    start = cache.num_positions + cache.rope_delta
+    row = torch.arange(start, start + num_new, device=device)
+    return row.view(1, 1, -1).expand(3, 1, -1)
+
+
+def kv_bytes_per_position(config: Any, dtype: torch.dtype) -> int:
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    elem = torch.finfo(dtype).bits // 8
+    return 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * elem
+
+
+def step_bytes_estimate(config: Any, vocab_size: int, num_positions: int, dtype: torch.dtype) -> int:
+    """Peak activations of one forward over `num_positions` (logits of every position, as transformers
+    computes them, plus one layer's activations and attention scores)."""
+    elem = torch.finfo(dtype).bits // 8
+    per_position = vocab_size * (elem + 4) + (8 * config.hidden_size + 3 * config.intermediate_size) * elem
+    scores = config.num_attention_heads * num_positions * num_positions * 4
+    return num_positions * per_position + scores
+
+
+def last_logits(logits: torch.Tensor) -> np.ndarray:
+    # generate copies the last position's logits to float32 before any processing; so do we
+    return logits[0, -1].to(dtype=torch.float32).cpu().numpy()
+
+
+def module_bytes(module: torch.nn.Module) -> int:
+    return sum(t.numel() * t.element_size() for t in list(module.parameters()) + list(module.buffers()))

@@ -1,0 +1,98 @@
+"""Load a Qwen2.5-Omni checkpoint directory: modules, tokenizer and the voices of spk_dict.pt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+from transformers import AutoTokenizer, Qwen2_5OmniForConditionalGeneration
+
+from omni_cli.backends.base import BackendUnavailable
+from omni_cli.backends.hf.params import HFParams
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Voice:
+    """One speaker of spk_dict.pt: the talker's text BOS token and the DiT's conditioning."""
+
+    name: str
+    bos_token: int  # a thinker token id, embedded into the talker prefill
+    cond: torch.Tensor  # [1, enc_emb_dim] float32 speaker embedding
+    ref_mel: torch.Tensor  # [1, T, mel_dim] float32 reference mel
+
+
+class Voices:
+    """The checkpoint's voices by name; an unknown name is an error listing the known ones."""
+
+    def __init__(self, voices: dict[str, Voice], default: str):
+        self._voices = voices
+        self.default = default
+
+    def names(self) -> list[str]:
+        return sorted(self._voices)
+
+    def get(self, name: str | None) -> Voice:
+        name = self.default if name is None else name
+        if name not in self._voices:
+            raise ValueError(f"unknown voice {name!r}; this checkpoint has: {', '.join(self.names())}")
+        return self._voices[name]
+
+
+@dataclass
+class Loaded:
+    """Everything the three components share: one model, one tokenizer, one set of voices."""
+
+    model: Any  # Qwen2_5OmniForConditionalGeneration, eval mode
+    tokenizer: Any
+    voices: Voices
+    device: torch.device
+    dtype: torch.dtype
+
+
+def load_checkpoint(params: HFParams) -> Loaded:
+    path = Path(params.model_path).expanduser()
+    for needed in ("config.json", "spk_dict.pt"):
+        if not (path / needed).is_file():
+            raise BackendUnavailable(f"{path} is not a Qwen2.5-Omni checkpoint directory: {needed} is missing")
+    device = torch.device(params.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise BackendUnavailable(f"device {params.device!r} was asked for but torch sees no CUDA device")
+    dtype = _DTYPES[params.dtype]
+    with _quiet_transformers():
+        model = Qwen2_5OmniForConditionalGeneration.from_pretrained(
+            str(path), dtype=dtype, attn_implementation=params.attn_implementation
+        )
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+    if not model.has_talker:
+        raise BackendUnavailable(f"{path} has no talker (enable_audio_output is false): it cannot speak")
+    model.to(device).eval()
+    # transformers runs token2wav in float32 whatever the checkpoint dtype; so do we
+    model.token2wav.float()
+    voices = Voices({name: _voice(name, entry) for name, entry in model.speaker_map.items()}, params.default_voice)
+    voices.get(None)  # the default voice must exist
+    return Loaded(model=model, tokenizer=tokenizer, voices=voices, device=device, dtype=dtype)
+
+
+def _voice(name: str, entry: dict[str, Any]) -> Voice:
+    return Voice(
+        name=name,
+        bos_token=int(entry["bos_token"]),
+        cond=torch.as_tensor(entry["cond"]).float(),
+        ref_mel=torch.as_tensor(entry["ref_mel"]).float(),
+    )
+
+
+class _quiet_transformers:
+    """Loading logs config warnings through transformers' logger; the library never prints."""
+
+    def __enter__(self) -> None:
+        self._level = transformers.logging.get_verbosity()
+        transformers.logging.set_verbosity_error()
+
+    def __exit__(self, *exc: object) -> None:
+        transformers.logging.set_verbosity(self._level)

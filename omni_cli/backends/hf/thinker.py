@@ -1,0 +1,113 @@
+"""The Qwen2.5-Omni thinker stepped one WorkUnit at a time, as transformers' generate steps it."""
+
+from __future__ import annotations
+
+import torch
+
+from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ThinkerPrompt
+from omni_cli.backends.hf.ar import (
+    ARCache,
+    decode_positions,
+    kv_bytes_per_position,
+    last_logits,
+    module_bytes,
+    new_cache,
+    prompt_positions,
+    step_bytes_estimate,
+)
+from omni_cli.backends.hf.loading import Loaded
+from omni_cli.backends.hf.params import HFParams
+from omni_cli.backends.hf.tokenizer import PromptBuilder
+
+
+class HFThinker:
+    """Text LLM. Each step returns the next-token logits, the last hidden state and the input embedding
+    of every consumed position: the talker's conditioning."""
+
+    role = "thinker"
+
+    def __init__(self, loaded: Loaded, params: HFParams, name: str = "thinker"):
+        self.name = name
+        self.module = loaded.model.thinker
+        self.device = loaded.device
+        self.dtype = loaded.dtype
+        self.text_config = self.module.config.text_config
+        self.prompts = PromptBuilder(loaded.tokenizer, params.system_prompt, params.echo_instruction)
+        self.eos_token_ids = frozenset(self._eos_ids())
+        self.suppress_token_ids: frozenset[int] = frozenset()  # generate suppresses nothing on the thinker
+        self.max_positions = int(self.text_config.max_position_embeddings)
+        self.vocab_size = int(self.text_config.vocab_size)
+
+    def _eos_ids(self) -> list[int]:
+        # generate stops the thinker at its generation config's EOS; a config without one falls back to
+        # the chat template's end-of-turn token
+        eos = self.module.generation_config.eos_token_id
+        if eos is None:
+            eos = self.text_config.eos_token_id
+        if eos is None:
+            eos = self.prompts.special_id("<|im_end|>")
+        if eos is None:
+            raise ValueError("the checkpoint names no thinker EOS token and its tokenizer has no <|im_end|>")
+        return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
+
+    # ---- ThinkerModel ----
+    def encode(self, text: str, mode: str) -> ThinkerPrompt:
+        return self.prompts.encode(text, mode)
+
+    def decode_text(self, token_ids: list[int]) -> str:
+        return self.prompts.decode(token_ids)
+
+    @torch.no_grad()
+    def embed_tokens(self, token_ids: list[int]) -> torch.Tensor:
+        ids = torch.tensor([list(token_ids)], dtype=torch.long, device=self.device)
+        return self.module.get_input_embeddings()(ids)[0]
+
+    # ---- ARModel ----
+    def new_cache(self) -> ARCache:
+        return new_cache(self.text_config)
+
+    def weight_bytes(self) -> int:
+        return module_bytes(self.module)
+
+    def cache_bytes(self, num_positions: int) -> int:
+        return num_positions * kv_bytes_per_position(self.text_config, self.dtype)
+
+    def step_bytes(self, num_positions: int) -> int:
+        return step_bytes_estimate(self.text_config, self.vocab_size, num_positions, self.dtype)
+
+    def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
+        if kind not in (AR_PREFILL, AR_TOKEN):
+            raise ValueError(f"the thinker runs ar_prefill and ar_token WorkUnits, not {kind!r}")
+        # one forward per request: requests never share a padded batch, so a request's numbers do not
+        # depend on what it was batched with (batched == unbatched, bit for bit)
+        return [self._step(inp, kind == AR_PREFILL) for inp in inputs]
+
+    @torch.no_grad()
+    def _step(self, inp: ARStepInput, is_prefill: bool) -> ARStepOutput:
+        cache: ARCache = inp.cache
+        if is_prefill != (cache.num_positions == 0):
+            raise ValueError("a thinker prefill must be the first step of its cache, and only the first")
+        ids = torch.tensor([list(inp.token_ids)], dtype=torch.long, device=self.device)
+        if is_prefill:
+            mrope, cache.rope_delta = prompt_positions(self.module, ids)
+            mrope = mrope.to(self.device)
+        else:
+            mrope = decode_positions(cache, ids.shape[1], self.device)
+        # generate passes [text; t; h; w] positions (4 rows): the text row drives the causal mask
+        text = torch.arange(cache.num_positions, cache.num_positions + ids.shape[1], device=self.device)
+        positions = torch.cat([text.view(1, 1, -1), mrope], dim=0)
+        out = self.module(
+            input_ids=ids,
+            position_ids=positions,
+            cache=cache.kv,
+            use_cache=True,
+            output_hidden_states=True,
+            return_dict=True,
+        )
+        cache.num_positions += ids.shape[1]
+        return ARStepOutput(
+            logits=last_logits(out.logits),
+            hidden=out.hidden_states[-1][0],  # last layer after the final norm, one row per position
+            embeds=out.hidden_states[0][0],  # input embeddings, one row per position
+        )
+

@@ -1,0 +1,58 @@
+"""Text in and out of the thinker: ChatML prompts for chat and echo mode, detokenization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omni_cli.backends.base import ThinkerPrompt
+
+CHAT = "chat"
+ECHO = "echo"
+
+
+class PromptBuilder:
+    """Builds the prompt Qwen2.5-Omni's chat template makes for a text-only conversation.
+
+    The template is written out rather than taken from the checkpoint: the processor's template lives in
+    chat_template.json, which AutoTokenizer does not read, and for text-only turns it renders exactly
+    `<|im_start|>{role}\\n{content}<|im_end|>\\n` per turn plus the assistant header.
+    """
+
+    def __init__(self, tokenizer: Any, system_prompt: str, echo_instruction: str):
+        self.tokenizer = tokenizer
+        self.system_prompt = system_prompt
+        self.echo_instruction = echo_instruction
+
+    def encode(self, text: str, mode: str) -> ThinkerPrompt:
+        if mode == CHAT:
+            return ThinkerPrompt(prefill_ids=self._chat_ids(text), forced_ids=None)
+        if mode == ECHO:
+            # the thinker is asked to repeat the text and its reply is forced to the text's tokens, so the
+            # talker conditions on hidden states of a model that is saying exactly this text
+            forced = self._plain_ids(text)
+            if not forced:
+                raise ValueError("echo mode needs a non-empty text")
+            return ThinkerPrompt(prefill_ids=self._chat_ids(self.echo_instruction + text), forced_ids=forced)
+        raise ValueError(f"unknown prompt mode {mode!r} (chat | echo)")
+
+    def decode(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+
+    def special_id(self, token: str) -> int | None:
+        token_id = self.tokenizer.convert_tokens_to_ids(token)
+        unk = getattr(self.tokenizer, "unk_token_id", None)
+        return None if token_id is None or token_id == unk else int(token_id)
+
+    def _chat_ids(self, user_text: str) -> list[int]:
+        prompt = (
+            f"<|im_start|>system\n{self.system_prompt}<|im_end|>\n"
+            f"<|im_start|>user\n{user_text}<|im_end|>\n"
+            "<|im_start|>assistant\n"
+        )
+        return self._plain_ids(prompt, allow_special=True)
+
+    def _plain_ids(self, text: str, allow_special: bool = False) -> list[int]:
+        # the whole prompt is tokenized at once, as the processor does; a forced reply keeps typed
+        # control tokens ("<|im_end|>") as plain text
+        ids = self.tokenizer(text, add_special_tokens=False, split_special_tokens=not allow_special)["input_ids"]
+        return [int(i) for i in ids]

@@ -1,0 +1,65 @@
+"""The numpy thinker: a byte-level text LLM that reads (echo) or answers (chat) the request's text."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ThinkerPrompt
+from .decoder import Decoder
+from .nn import WeightSource, linear
+from .params import ThinkerParams
+
+# Byte-level vocabulary: 0..255 are UTF-8 bytes, then the special tokens.
+BOS, EOS, PAD, SPEAK, CHAT = 256, 257, 258, 259, 260
+VOCAB_SIZE = 261
+
+
+class NumpyThinker:
+    role = "thinker"
+
+    def __init__(self, name: str, params: ThinkerParams, seed: int):
+        self.name = name
+        ws = WeightSource(seed, 0)
+        self.decoder = Decoder(ws, params.d_model, params.num_layers, params.num_heads, params.max_positions)
+        self.embedding = ws.table(VOCAB_SIZE, params.d_model, scale=0.5)
+        self.head = ws.matrix(params.d_model, VOCAB_SIZE, scale=2.0)
+        self.d_model = params.d_model
+        self.max_positions = params.max_positions
+        self.eos_token_ids = frozenset({EOS})
+        self.suppress_token_ids = frozenset({BOS, PAD, SPEAK, CHAT})
+
+    # tokenizer
+    def encode(self, text: str, mode: str) -> ThinkerPrompt:
+        data = list(text.encode("utf-8"))
+        if mode == "echo":
+            return ThinkerPrompt([BOS, SPEAK], data, EOS)
+        return ThinkerPrompt([BOS, CHAT, *data, SPEAK], None)
+
+    def decode_text(self, token_ids: list[int]) -> str:
+        return bytes(t for t in token_ids if t < 256).decode("utf-8", errors="replace")
+
+    def embed_tokens(self, token_ids: list[int]) -> np.ndarray:
+        return self.embedding[np.asarray(token_ids, dtype=np.int64)]
+
+    # resources
+    def new_cache(self):
+        return self.decoder.new_cache()
+
+    def cache_bytes(self, num_positions: int) -> int:
+        return self.decoder.cache_bytes(num_positions)
+
+    def step_bytes(self, num_new: int, num_positions: int) -> int:
+        return self.decoder.step_bytes(num_new, num_positions)
+
+    def weight_bytes(self) -> int:
+        return self.decoder.weight_bytes() + self.embedding.nbytes + self.head.nbytes
+
+    # work
+    def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
+        if kind not in (AR_PREFILL, AR_TOKEN):
+            raise ValueError(f"thinker cannot run {kind!r}")
+        embeds = [self.embed_tokens(i.token_ids) for i in inputs]
+        hidden = self.decoder.forward(embeds, [i.cache for i in inputs])
+        last = np.stack([h[-1] for h in hidden])
+        logits = linear(last, self.head)
+        return [ARStepOutput(logits[i], hidden[i], embeds[i]) for i in range(len(inputs))]

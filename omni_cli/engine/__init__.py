@@ -1,0 +1,12 @@
+"""The engine: requests, admission, scheduling, cancellation, trace events."""
+
+from .admission import AdmissionError, MemoryBudget
+from .engine import Engine, EngineStats
+from .request import RequestHandle, RequestResult
+from .scheduler import POLICIES
+from .trace import RequestEvent, TraceEvent, WorkUnitEvent
+
+__all__ = [
+    "POLICIES", "AdmissionError", "Engine", "EngineStats", "MemoryBudget", "RequestEvent", "RequestHandle",
+    "RequestResult", "TraceEvent", "WorkUnitEvent",
+]

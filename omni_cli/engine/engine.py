@@ -1,0 +1,275 @@
+"""The engine: admits requests, and each tick runs every ready WorkUnit, batched by key."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ..loops import Done, Wait, WorkPlan
+from ..program import CompiledProgram
+from ..spec import SpeakRequest
+from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
+from .admission import AdmissionError, MemoryBudget, mib
+from .request import EngineRequest, RequestHandle
+from .scheduler import POLICIES, Group, group_plans, order_groups
+from .trace import RequestEvent, TraceEvent, WorkUnitEvent
+
+
+@dataclass
+class EngineStats:
+    ticks: int = 0
+    work_units: int = 0
+    batched_calls: int = 0
+    tick_s: float = 0.0  # wall time inside step()
+    component_s: float = 0.0  # of which inside component.run
+
+    @property
+    def overhead_per_unit_s(self) -> float:
+        """Engine time not spent inside components, per WorkUnit."""
+        return (self.tick_s - self.component_s) / self.work_units if self.work_units else 0.0
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, (ValueError, RuntimeError, OSError)) else f"{type(exc).__name__}: {text}"
+
+
+class Engine:
+    def __init__(self, program: CompiledProgram, *, policy: str = "latency-first", memory_budget_bytes: int | None = None,
+                 max_batch: int | None = None, clock: Callable[[], float] = time.perf_counter):
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+        card = program.card
+        self.program = program
+        self.policy = policy
+        self.max_batch = max_batch or card.batching.max_batch
+        self.budget = MemoryBudget(memory_budget_bytes or card.limits.memory_budget_mib << 20)
+        self.sample_rate = card.sample_rate
+        self.stats = EngineStats()
+        self._clock = clock
+        self._t0 = clock()
+        self._count = 0
+        self._requests: dict[str, EngineRequest] = {}
+        self._queued: deque[EngineRequest] = deque()
+        self._running: list[EngineRequest] = []
+        self._events: deque[StreamEvent] = deque()
+        self._stash: dict[str, deque[StreamEvent]] = {}
+        self._subscribers: list[Callable[[TraceEvent], None]] = []
+
+    # public API
+    def subscribe(self, fn: Callable[[TraceEvent], None]) -> None:
+        """`fn(event)` for every trace event, as it happens (WorkUnits and request phases)."""
+        self._subscribers.append(fn)
+
+    def now(self) -> float:
+        return self._clock() - self._t0
+
+    def submit(self, request: SpeakRequest, *, collect: bool = False) -> RequestHandle:
+        """Wire a request and queue it. Raises SpecError for bad input, AdmissionError if it can never fit."""
+        self._count += 1
+        rid = request.request_id or f"r{self._count}"
+        if rid in self._requests:
+            raise ValueError(f"request id {rid!r} is already in use")
+        holder: list[EngineRequest] = []
+        wired = self.program.wire(rid, request, lambda event: self._emit(holder[0], event))
+        r = EngineRequest(rid, request, wired, collect, self.now())
+        holder.append(r)
+        r.peak_step_bytes = max((loop.peak_step_bytes(state) for loop, state in wired.states), default=0)
+        need = wired.resident_bytes + r.peak_step_bytes
+        if need > self.budget.capacity:
+            raise AdmissionError(f"request {rid} needs {mib(need)} ({mib(wired.resident_bytes)} resident + "
+                                 f"{mib(r.peak_step_bytes)} per step), over the {mib(self.budget.capacity)} memory budget")
+        self._requests[rid] = r
+        self._queued.append(r)
+        self._trace(RequestEvent(rid, "submitted", r.submitted_s))
+        return RequestHandle(self, r)
+
+    def cancel(self, request_id: str) -> None:
+        """Cancel at the next step boundary: the request releases everything and its stream ends."""
+        r = self._requests.get(request_id)
+        if r is not None and not r.status.is_done:
+            r.cancel_requested = True
+
+    def cancel_all(self) -> None:
+        for rid in list(self._requests):
+            self.cancel(rid)
+
+    @property
+    def is_idle(self) -> bool:
+        return not self._running and not self._queued
+
+    @property
+    def num_active(self) -> int:
+        return len(self._running) + len(self._queued)
+
+    def events(self) -> Iterator[StreamEvent]:
+        """Drive the engine until idle, yielding every request's events in the order they happen."""
+        while True:
+            for rid in list(self._stash):
+                while self._stash[rid]:
+                    yield self._stash[rid].popleft()
+            while self._events:
+                yield self._events.popleft()
+            if self.is_idle:
+                return
+            self.step()
+
+    def stream_of(self, request_id: str) -> Iterator[StreamEvent]:
+        """Drive the engine, yielding one request's events; other requests' events wait for their readers."""
+        mine = self._stash.setdefault(request_id, deque())
+        while True:
+            while mine:
+                event = mine.popleft()
+                yield event
+                if isinstance(event, RequestDone):
+                    return
+            while self._events:
+                event = self._events.popleft()
+                self._stash.setdefault(event.request_id, deque()).append(event)
+            if mine:
+                continue
+            if self._requests[request_id].status.is_done or self.is_idle:
+                return
+            self.step()
+
+    # one tick
+    def step(self) -> None:
+        start = self._clock()
+        self._reap_cancelled()
+        self._admit()
+        if self.policy == "round-robin" and len(self._running) > 1:
+            self._running.append(self._running.pop(0))  # a different request goes first each tick
+        owners: dict[int, tuple[EngineRequest, object, object]] = {}
+        plans: list[tuple[WorkPlan, int]] = []
+        waits: list[str] = []
+        for r in list(self._running):
+            pending = False
+            for loop, state in r.wired.states:
+                try:
+                    nxt = loop.next(state)
+                except Exception as exc:  # a bad input or a broken feed fails this request alone
+                    self._fail(r, f"{loop.loop_id}: {one_line(exc)}")
+                    break
+                if isinstance(nxt, WorkPlan):
+                    owners[id(nxt)] = (r, loop, state)
+                    plans.append((nxt, loop.stage))
+                    pending = True
+                elif isinstance(nxt, Wait):
+                    waits.append(f"{r.request_id}/{loop.loop_id}: {nxt.reason}")
+                    pending = True
+                else:
+                    assert isinstance(nxt, Done)
+            else:
+                if not pending:
+                    self._finish(r)
+        if not plans and self._running:
+            # every loop waits on another: a broken program, never a reason to spin forever
+            for r in list(self._running):
+                self._fail(r, f"stalled, no loop can run ({'; '.join(waits[:3])})")
+        for group in order_groups(group_plans(plans, self.max_batch), self.policy):
+            self._run_group(group, owners)
+        self.stats.ticks += 1
+        self.stats.tick_s += self._clock() - start
+
+    def _run_group(self, group: Group, owners: dict) -> None:
+        live = [p for p in group.plans if owners[id(p)][0].status is RequestStatus.RUNNING
+                and not owners[id(p)][0].cancel_requested]
+        if not live:
+            return
+        need = sum(p.step_bytes for p in live)
+        if need > self.budget.free and len(live) > 1:
+            half = len(live) // 2  # smaller batches fit: admission left room for any single step
+            self._run_group(Group(group.batch_key, group.stage, live[:half]), owners)
+            self._run_group(Group(group.batch_key, group.stage, live[half:]), owners)
+            return
+        component = owners[id(live[0])][1].component
+        try:
+            with self.budget.hold(need):
+                t = self._clock()
+                try:
+                    outputs = component.run(live[0].kind, [p.inputs for p in live])
+                finally:
+                    self.stats.component_s += self._clock() - t
+        except AdmissionError as exc:
+            self._fail(owners[id(live[0])][0], one_line(exc))
+            return
+        except Exception as exc:
+            if len(live) == 1:
+                self._fail(owners[id(live[0])][0], f"{live[0].loop_id}: {one_line(exc)}")
+                return
+            for plan in live:  # find the request that broke the batch; the others go on unchanged
+                self._run_group(Group(group.batch_key, group.stage, [plan]), owners)
+            return
+        dur = self._clock() - t
+        self.stats.batched_calls += 1
+        for plan, output in zip(live, outputs):
+            r, loop, state = owners[id(plan)]
+            try:
+                loop.advance(state, plan, output)
+            except Exception as exc:
+                self._fail(r, f"{loop.loop_id}: {one_line(exc)}")
+                continue
+            r.units[loop.loop_id] += 1
+            self.stats.work_units += 1
+            self._trace(WorkUnitEvent(r.request_id, loop.loop_id, plan.kind, plan.step, len(live), t - self._t0, dur, loop.stage))
+
+    # request lifecycle
+    def _admit(self) -> None:
+        while self._queued:
+            r = self._queued[0]
+            headroom = max([r.peak_step_bytes] + [x.peak_step_bytes for x in self._running])
+            resident = r.wired.resident_bytes
+            if self.budget.reserved + resident + headroom > self.budget.capacity:
+                return  # waits for running requests to finish and refund
+            self.budget.try_reserve(resident)
+            r.reserved_bytes = resident
+            r.status = RequestStatus.RUNNING
+            self._queued.popleft()
+            self._running.append(r)
+            self._trace(RequestEvent(r.request_id, "admitted", self.now(), {"reserved_bytes": resident}))
+
+    def _reap_cancelled(self) -> None:
+        for r in [x for x in list(self._queued) + self._running if x.cancel_requested]:
+            self._end(r, RequestStatus.CANCELLED, None)
+
+    def _finish(self, r: EngineRequest) -> None:
+        for loop, state in r.wired.states:
+            loop.finalize(state)
+        self._end(r, RequestStatus.FINISHED, None)
+
+    def _fail(self, r: EngineRequest, error: str) -> None:
+        self._end(r, RequestStatus.FAILED, error)
+
+    def _end(self, r: EngineRequest, status: RequestStatus, error: str | None) -> None:
+        if r.status.is_done:
+            return
+        try:
+            if status is not RequestStatus.FINISHED:
+                for loop, state in r.wired.states:
+                    loop.abort(state)
+        finally:
+            self.budget.release(r.reserved_bytes)
+            r.reserved_bytes = 0
+            if r in self._running:
+                self._running.remove(r)
+            if r in self._queued:
+                self._queued.remove(r)
+            r.status, r.error, r.finished_s = status, error, self.now()
+            detail = r.metrics(self.sample_rate)
+            if error:
+                detail["error"] = error
+            self._trace(RequestEvent(r.request_id, status.value, r.finished_s, detail))
+            self._events.append(RequestDone(r.request_id, status, error, r.metrics(self.sample_rate)))
+
+    def _emit(self, r: EngineRequest, event: StreamEvent) -> None:
+        r.record(event)
+        if isinstance(event, AudioChunk) and r.first_audio_s is None:
+            r.first_audio_s = self.now()
+            self._trace(RequestEvent(r.request_id, "first_audio", r.first_audio_s))
+        self._events.append(event)
+
+    def _trace(self, event: TraceEvent) -> None:
+        for fn in self._subscribers:
+            fn(event)

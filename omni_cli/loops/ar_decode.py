@@ -1,0 +1,133 @@
+"""ar_decode: one prefill WorkUnit, then one WorkUnit per token, until EOS or a length bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARModel, ARStepInput, ARStepOutput
+from ..spec.card import LoopSpec, SamplingSpec
+from .base import DONE, Done, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .channel import ARChannel
+from .feeds import ARFeed
+from .sampling import choose_token
+
+
+class LoopInputError(ValueError):
+    """A request's input cannot run through this loop (e.g. a prompt longer than the model allows)."""
+
+
+@dataclass
+class ARState(LoopState):
+    feed: ARFeed | None = None
+    out: ARChannel | None = None
+    cache: Any = None
+    rng: np.random.Generator | None = None
+    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    max_tokens: int = 0
+    positions: int = 0  # positions in the cache
+    max_positions: int = 0  # most positions this request can reach (sizes the admission)
+    prefill_positions: int = 0  # positions its prefill consumes (a bound until it ran)
+    history: list[int] = field(default_factory=list)  # prompt + generated ids, for the repetition penalty
+    tokens: list[int] = field(default_factory=list)  # generated ids (EOS included when it came)
+    stop_reason: str | None = None  # eos | max_tokens | max_positions
+
+
+class ARDecodeLoop:
+    kind = "ar_decode"
+
+    def __init__(self, loop_id: str, spec: LoopSpec, component: ARModel, stage: int):
+        self.loop_id = loop_id
+        self.spec = spec
+        self.component = component
+        self.stage = stage
+
+    def init(self, request_id: str, feed: ARFeed, out: ARChannel, *, seed: int,
+             max_tokens: int | None = None, sampling: SamplingSpec | None = None) -> ARState:
+        limit = self.spec.max_tokens if max_tokens is None else min(max_tokens, self.spec.max_tokens)
+        _, feed_max = feed.bounds()
+        out.prompt_positions = feed.prefill_hint()  # replaced by the real count after the prefill
+        out.max_items = limit if feed_max is None else min(limit, feed_max)
+        hint = feed.max_positions_hint()
+        positions = self.component.max_positions if hint is None else min(hint, self.component.max_positions)
+        return ARState(
+            loop_id=self.loop_id, request_id=request_id, feed=feed, out=out,
+            cache=self.component.new_cache(),
+            # one stream of random numbers per request and loop: interleaving cannot change it
+            rng=np.random.default_rng([seed, self.stage]),
+            sampling=sampling or self.spec.sampling, max_tokens=limit,
+            max_positions=positions, resident_bytes=self.component.cache_bytes(positions),
+            prefill_positions=min(feed.prefill_hint(), positions),
+        )
+
+    def peak_step_bytes(self, state: ARState) -> int:
+        prefill = self.component.step_bytes(state.prefill_positions, state.prefill_positions)
+        return max(prefill, self.component.step_bytes(1, state.max_positions))
+
+    def next(self, state: ARState) -> WorkPlan | Wait | Done:
+        if state.status is LoopStatus.FINISHED:
+            return DONE
+        if state.step == 0:  # prefill
+            prefill = state.feed.prefill()
+            if prefill is None:
+                return Wait(state.feed.describe_wait())
+            n = len(prefill.token_ids)
+            if n + 1 > self.component.max_positions:
+                raise LoopInputError(f"{self.loop_id}: prompt of {n} tokens does not fit the model's "
+                                     f"{self.component.max_positions} positions")
+            state.status = LoopStatus.RUNNING
+            return WorkPlan(self.loop_id, state.request_id, AR_PREFILL, 0, (self.loop_id, AR_PREFILL),
+                            self.component.step_bytes(n, n), ARStepInput(state.cache, list(prefill.token_ids), prefill=prefill.payload),
+                            forced_token=state.feed.forced_at(0))
+        # decode
+        feed = state.feed.step(state.step)
+        if feed is None:
+            state.status = LoopStatus.WAITING
+            return Wait(state.feed.describe_wait())
+        state.status = LoopStatus.RUNNING
+        inputs = ARStepInput(state.cache, [state.tokens[-1]], cond=feed.cond)
+        return WorkPlan(self.loop_id, state.request_id, AR_TOKEN, state.step, (self.loop_id, AR_TOKEN),
+                        self.component.step_bytes(1, state.positions + 1), inputs, forced_token=feed.forced_token)
+
+    def advance(self, state: ARState, plan: WorkPlan, output: ARStepOutput) -> ARState:
+        consumed = plan.inputs.token_ids
+        lowest, most = state.feed.bounds()
+        most = state.max_tokens if most is None else min(most, state.max_tokens)
+        if state.step == 0:
+            state.out.prompt_positions = len(consumed)
+            state.history.extend(consumed)
+        if plan.forced_token is not None:
+            token = plan.forced_token
+        else:
+            banned = set(self.component.suppress_token_ids)
+            if len(state.tokens) < lowest:
+                banned |= self.component.eos_token_ids
+            token = choose_token(output.logits, state.sampling, state.rng, state.history, banned)
+        state.positions += len(consumed)
+        state.tokens.append(token)
+        state.history.append(token)
+        state.step += 1
+        state.out.put(ARItem(plan.step, list(consumed), token, output.hidden, output.embeds))
+        if token in self.component.eos_token_ids:
+            self._finish(state, "eos")
+        elif len(state.tokens) >= most:
+            self._finish(state, "max_tokens")
+        elif state.positions + 1 >= self.component.max_positions:
+            self._finish(state, "max_positions")
+        return state
+
+    def _finish(self, state: ARState, reason: str) -> None:
+        state.status = LoopStatus.FINISHED
+        state.stop_reason = reason
+        state.cache = None  # the KV cache is the big thing a request holds
+        state.out.close()
+
+    def finalize(self, state: ARState) -> LoopResult:
+        return LoopResult(self.loop_id, state.step, {"tokens": list(state.tokens), "stop_reason": state.stop_reason})
+
+    def abort(self, state: ARState) -> None:
+        state.cache = None
+        state.status = LoopStatus.FINISHED
+        state.out.close()

@@ -1,0 +1,100 @@
+"""audio_decode: the vocoder, one WorkUnit per chunk of codes, each chunk's samples final when it ends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput, VocoderModel
+from ..spec.card import LoopSpec
+from .base import DONE, Done, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .channel import Channel
+from .feeds import CodesFeed
+
+
+@dataclass
+class AudioPiece:
+    """What the vocoder loop publishes: the samples of codes [start_code, end_code)."""
+
+    index: int
+    start_code: int
+    end_code: int
+    samples: np.ndarray
+
+
+@dataclass
+class AudioState(LoopState):
+    feed: CodesFeed | None = None
+    out: Channel | None = None
+    vocoder_state: Any = None
+    next_code: int = 0  # first code of the next chunk
+    num_samples: int = 0
+
+
+class AudioDecodeLoop:
+    kind = "audio_decode"
+
+    def __init__(self, loop_id: str, spec: LoopSpec, component: VocoderModel, stage: int):
+        self.loop_id = loop_id
+        self.spec = spec
+        self.component = component
+        self.stage = stage
+        self.chunk_codes = spec.chunk_codes  # 0: the whole utterance as one chunk
+
+    def init(self, request_id: str, feed: CodesFeed, out: Channel, *, voice: str | None) -> AudioState:
+        return AudioState(loop_id=self.loop_id, request_id=request_id, feed=feed, out=out,
+                          vocoder_state=self.component.new_state(voice),
+                          resident_bytes=self.component.state_bytes())
+
+    def peak_step_bytes(self, state: AudioState) -> int:
+        most = self.chunk_codes or state.feed.max_codes_hint() or 1
+        return self.component.step_bytes(most)
+
+    def next(self, state: AudioState) -> WorkPlan | Wait | Done:
+        if state.status is LoopStatus.FINISHED:
+            return DONE
+        seen = state.feed.available()
+        if seen is None:
+            return Wait(state.feed.describe_wait())
+        codes, is_final = seen
+        start, n = state.next_code, len(codes)
+        if is_final and start >= n:
+            self._finish(state)
+            return DONE
+        if self.chunk_codes == 0:
+            if not is_final:
+                return Wait(state.feed.describe_wait())
+            end = n
+        else:
+            end = min(start + self.chunk_codes, n)
+            # a chunk runs once it is full and its look-ahead has arrived, or the codes are final
+            if not is_final and (end - start < self.chunk_codes or n < end + self.component.lookahead_codes):
+                state.status = LoopStatus.WAITING
+                return Wait(state.feed.describe_wait())
+        state.status = LoopStatus.RUNNING
+        inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final)
+        return WorkPlan(self.loop_id, state.request_id, AUDIO_CHUNK, state.step, (self.loop_id, AUDIO_CHUNK),
+                        self.component.step_bytes(end - start), inputs)
+
+    def advance(self, state: AudioState, plan: WorkPlan, output: VocoderChunkOutput) -> AudioState:
+        inputs: VocoderChunkInput = plan.inputs
+        state.out.put(AudioPiece(state.step, inputs.start, inputs.end, output.samples))
+        state.num_samples += int(output.samples.shape[0])
+        state.next_code = inputs.end
+        state.step += 1
+        if inputs.is_final and inputs.end == len(inputs.codes):
+            self._finish(state)
+        return state
+
+    def _finish(self, state: AudioState) -> None:
+        state.status = LoopStatus.FINISHED
+        state.vocoder_state = None
+        state.out.close()
+
+    def finalize(self, state: AudioState) -> LoopResult:
+        return LoopResult(self.loop_id, state.step, {"num_samples": state.num_samples, "num_codes": state.next_code})
+
+    def abort(self, state: AudioState) -> None:
+        self._finish(state)

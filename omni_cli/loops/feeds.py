@@ -1,0 +1,154 @@
+"""Feeds: what a loop reads from its prompt slot, and the hand-off modes (barrier, stream) between loops."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.base import ARItem, Prefill, TalkerModel, ThinkerPrompt
+from .channel import ARChannel
+
+
+@dataclass(frozen=True)
+class StepFeed:
+    """The extra input of one AR decode step."""
+
+    forced_token: int | None = None  # echo: the token this step must produce
+    cond: Any = None  # talker: the conditioning vector
+
+
+class ARFeed:
+    """An AR loop's input. None from a method means "not there yet": the loop answers Wait."""
+
+    def prefill(self) -> Prefill | None:
+        raise NotImplementedError
+
+    def step(self, step: int) -> StepFeed | None:
+        raise NotImplementedError
+
+    def forced_at(self, step: int) -> int | None:
+        """The token step `step` must produce (echo mode), None to sample it."""
+        return None
+
+    def bounds(self) -> tuple[int, int | None]:
+        """(fewest, most) tokens to generate; most None means "the loop's max_tokens"."""
+        return 0, None
+
+    def max_positions_hint(self) -> int | None:
+        """Most positions this request can reach (prompt + tokens), None if unknown."""
+        return None
+
+    def prefill_hint(self) -> int:
+        """Positions the prefill will consume (an upper bound when not known yet)."""
+        return 1
+
+    def describe_wait(self) -> str:
+        return "input not ready"
+
+
+class ThinkerFeed(ARFeed):
+    """Static: the tokenized prompt, and in echo mode the forced reply."""
+
+    def __init__(self, prompt: ThinkerPrompt, end_id: int):
+        self.prompt = prompt
+        self.end_id = end_id
+
+    def prefill(self) -> Prefill:
+        return Prefill(list(self.prompt.prefill_ids))
+
+    def step(self, step: int) -> StepFeed:
+        return StepFeed(forced_token=self.forced_at(step))
+
+    def forced_at(self, step: int) -> int | None:
+        forced = self.prompt.forced_ids
+        if forced is None:
+            return None
+        return forced[step] if step < len(forced) else self.end_id
+
+    def bounds(self) -> tuple[int, int | None]:
+        if self.prompt.forced_ids is not None:
+            return 0, len(self.prompt.forced_ids) + 1
+        return 0, None
+
+    def prefill_hint(self) -> int:
+        return len(self.prompt.prefill_ids)
+
+    def max_positions_hint(self) -> int | None:
+        if self.prompt.forced_ids is None:
+            return None
+        return len(self.prompt.prefill_ids) + len(self.prompt.forced_ids) + 1
+
+
+class TalkerFeed(ARFeed):
+    """thinker → talker, full payload: thinker tokens and hidden states become talker conditioning."""
+
+    def __init__(self, talker: TalkerModel, upstream: ARChannel[ARItem], mode: str, voice: str | None):
+        self.talker = talker
+        self.upstream = upstream
+        self.is_barrier = mode == "barrier"
+        self.voice = voice
+
+    def _visible(self) -> Sequence[ARItem] | None:
+        if self.is_barrier and not self.upstream.is_closed:
+            return None
+        return self.upstream.items
+
+    def prefill(self) -> Prefill | None:
+        items = self._visible()
+        if items is None or not items:
+            return None
+        return self.talker.prefill_from(items, self.upstream.is_closed, self.voice)
+
+    def step(self, step: int) -> StepFeed | None:
+        items = self._visible()
+        if items is None:
+            return None
+        cond = self.talker.cond_for_step(items, self.upstream.is_closed, step)
+        return None if cond is None else StepFeed(cond=cond)
+
+    def bounds(self) -> tuple[int, int | None]:
+        return self.talker.codes_bounds(self.upstream.items)
+
+    def max_positions_hint(self) -> int | None:
+        replies = self.upstream.max_items
+        if replies is None:
+            return None
+        return self.prefill_hint() + self.talker.max_codes_for(replies)
+
+    def prefill_hint(self) -> int:
+        # the talker's prefill holds one row per thinker prompt position, plus a few of its own
+        return self.upstream.prompt_positions + 2
+
+    def describe_wait(self) -> str:
+        state = "closed" if self.upstream.is_closed else "open"
+        return f"{self.upstream.name}: {len(self.upstream)} items ({state}, {'barrier' if self.is_barrier else 'stream'})"
+
+
+class CodesFeed:
+    """talker → vocoder: the codec tokens with special ids stripped, as a growing list."""
+
+    def __init__(self, talker: TalkerModel, upstream: ARChannel[ARItem], mode: str):
+        self.talker = talker
+        self.upstream = upstream
+        self.is_barrier = mode == "barrier"
+        self.codes: list[int] = []
+        self._seen = 0
+
+    def available(self) -> tuple[list[int], bool] | None:
+        """(codes so far, is_final), or None while a barrier holds them back."""
+        if self.is_barrier and not self.upstream.is_closed:
+            return None
+        items = self.upstream.items
+        while self._seen < len(items):
+            code = self.talker.code_of(items[self._seen].token)
+            if code is not None:
+                self.codes.append(code)
+            self._seen += 1
+        return self.codes, self.upstream.is_closed
+
+    def max_codes_hint(self) -> int | None:
+        return self.upstream.max_items
+
+    def describe_wait(self) -> str:
+        return f"{self.upstream.name}: {len(self.codes)} codes ({'barrier' if self.is_barrier else 'stream'})"

@@ -1,0 +1,23 @@
+"""The backends a card may name, imported only when a card uses them (hf pulls in torch)."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# names a card may use -> modules inside this package (a card never names an import path)
+_MODULES = {"numpy": "omni_cli.backends.numpy", "hf": "omni_cli.backends.hf"}
+_PARAMS = {"numpy": "omni_cli.backends.numpy.params", "hf": "omni_cli.backends.hf.params"}
+
+
+def backend_module(name: str) -> ModuleType:
+    return importlib.import_module(_MODULES[name])
+
+
+def params_schema(backend: str, role: str) -> type | None:
+    """The dataclass a component's `params` must match (importing no heavy dependency)."""
+    try:
+        module = importlib.import_module(_PARAMS[backend])
+    except ModuleNotFoundError:
+        return None
+    return getattr(module, "PARAMS", {}).get(role)

@@ -1,0 +1,156 @@
+"""Compile a card and a program into loop instances and a node graph, and wire requests through it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..loops import ARChannel, ARDecodeLoop, AudioDecodeLoop, Channel, LoopState
+from ..spec import CardSpec, NodeSpec, ProgramSpec, SpeakRequest, SpecError, SpecIssue, load_dataclass, topological_order
+from ..spec.errors import IssueList
+from ..spec.stream import StreamEvent
+from .backends import backend_module, params_schema
+from .ops import OPS, RequestContext
+
+Loop = ARDecodeLoop | AudioDecodeLoop
+
+
+@dataclass
+class WiredRequest:
+    """One request's loop states (in cascade order) and the slots between them."""
+
+    request_id: str
+    states: list[tuple[Loop, LoopState]]
+    slots: dict[str, Any]
+    context: RequestContext
+
+    @property
+    def resident_bytes(self) -> int:
+        return sum(state.resident_bytes for _, state in self.states)
+
+
+@dataclass
+class CompiledProgram:
+    card: CardSpec
+    program: ProgramSpec
+    components: dict[str, Any]
+    loops: dict[str, Loop]
+    order: list[NodeSpec]
+    roles: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.roles = {c.role: c for c in self.components.values()}
+
+    def voices(self) -> list[str]:
+        for component in self.components.values():
+            if hasattr(component, "voices") and callable(component.voices):
+                return list(component.voices())
+        return list(self.card.voices)
+
+    def wire(self, request_id: str, request: SpeakRequest, emit: Callable[[StreamEvent], None]) -> WiredRequest:
+        """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request."""
+        voice = request.voice if request.voice is not None else self.card.defaults.voice
+        known = self.voices()
+        if voice is None and known:
+            voice = known[0]
+        if voice is not None and voice not in known:
+            raise SpecError([SpecIssue("<request>", None, "voice",
+                                       f"unknown voice {voice!r} (known: {', '.join(known) or 'none'})")])
+        ctx = RequestContext(request_id, request, self.card, self.roles, request.mode or self.card.defaults.mode,
+                             voice, request.handoff, emit)
+        slots: dict[str, Any] = {"text": request.text}
+        states: list[tuple[Loop, LoopState]] = []
+        for node in self.order:
+            inputs = [slots[s] for s in node.inputs]
+            if node.op is not None:
+                value = OPS[node.op].fn(ctx, inputs, request.handoff or node.mode or "stream")
+            else:
+                loop = self.loops[node.loop]
+                if isinstance(loop, ARDecodeLoop):
+                    value = ARChannel(node.output or node.id)
+                    limit = request.max_tokens if loop.component.role == "thinker" else None
+                    state = loop.init(request_id, inputs[0], value, seed=request.seed, max_tokens=limit)
+                else:
+                    value = Channel(node.output or node.id)
+                    state = loop.init(request_id, inputs[0], value, voice=voice)
+                states.append((loop, state))
+            if node.output is not None:
+                slots[node.output] = value
+        return WiredRequest(request_id, states, slots, ctx)
+
+
+def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, Any] | None = None) -> CompiledProgram:
+    """Check the program against the card, build the components and the loops."""
+    issues = IssueList(program.source)
+    missing = [c for c in program.requires if c not in card.capabilities]
+    if missing:
+        issues.add(program.line("requires"), "requires", f"card {card.model!r} lacks capability {', '.join(missing)}")
+    used_loops: set[str] = set()
+    for i, node in enumerate(program.nodes):
+        key = f"nodes.{i}"
+        if node.op is not None:
+            op = OPS.get(node.op)
+            if op is None:
+                issues.add(program.line(f"{key}.op"), f"{key}.op", f"unknown op {node.op!r} (known: {', '.join(sorted(OPS))})")
+                continue
+            if len(node.inputs) != op.num_inputs:
+                issues.add(program.line(f"{key}.inputs"), f"{key}.inputs", f"op {op.name!r} takes {op.num_inputs} input(s)")
+            if op.produces != (node.output is not None):
+                what = "needs an `output` slot" if op.produces else "produces nothing (remove `output`)"
+                issues.add(program.line(key), key, f"op {op.name!r} {what}")
+            if node.mode is not None and not op.is_handoff:
+                issues.add(program.line(f"{key}.mode"), f"{key}.mode", f"op {op.name!r} is not a hand-off; `mode` is for hand-offs")
+        else:
+            spec = card.loops.get(node.loop)
+            if spec is None:
+                issues.add(program.line(f"{key}.loop"), f"{key}.loop",
+                           f"card {card.model!r} has no loop {node.loop!r} (loops: {', '.join(card.loops)})")
+                continue
+            if node.loop in used_loops:
+                issues.add(program.line(f"{key}.loop"), f"{key}.loop", f"loop {node.loop!r} is already run by another node")
+            used_loops.add(node.loop)
+            if node.inputs != [spec.prompt_slot]:
+                issues.add(program.line(f"{key}.inputs"), f"{key}.inputs",
+                           f"loop {node.loop!r} reads its prompt slot {spec.prompt_slot!r}; inputs must be [{spec.prompt_slot}]")
+            if node.output is None:
+                issues.add(program.line(key), key, "a loop node needs an `output` slot")
+            if node.mode is not None:
+                issues.add(program.line(f"{key}.mode"), f"{key}.mode", "`mode` is for hand-off ops")
+    issues.raise_if_any()
+    components = build_components(card, settings or {})
+    order = topological_order(program)
+    loops: dict[str, Loop] = {}
+    for node in order:
+        if node.loop is not None:
+            spec = card.loops[node.loop]
+            cls = ARDecodeLoop if spec.kind == "ar_decode" else AudioDecodeLoop
+            loops[node.loop] = cls(node.loop, spec, components[spec.component], len(loops))
+    return CompiledProgram(card, program, components, loops, order)
+
+
+def component_params(card: CardSpec) -> dict[str, Any]:
+    """Each component's `params` checked against its backend's schema; all issues at once."""
+    out: dict[str, Any] = {}
+    issues: list[SpecIssue] = []
+    for name, comp in card.components.items():
+        schema = params_schema(comp.backend, comp.role)
+        if schema is None:
+            out[name] = dict(comp.params)
+            continue
+        try:
+            out[name] = load_dataclass(schema, card.located, key=f"components.{name}.params", value=comp.params)
+        except SpecError as exc:
+            issues.extend(exc.issues)
+    if issues:
+        raise SpecError(issues)
+    return out
+
+
+def build_components(card: CardSpec, settings: dict[str, Any]) -> dict[str, Any]:
+    backends = {c.backend for c in card.components.values()}
+    if len(backends) != 1:
+        raise SpecError([SpecIssue(card.source, card.line("components"), "components", "all components must share one backend")])
+    params = component_params(card)
+    merged = {**card.params, **{k: v for k, v in settings.items() if v is not None}}
+    return backend_module(backends.pop()).build(card, params, merged)

@@ -1,0 +1,102 @@
+"""The registry of node ops a program may name: tokenize, the hand-offs, and the emitters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.base import ARItem
+from ..loops import ARChannel, AudioPiece, Channel, CodesFeed, TalkerFeed, ThinkerFeed
+from ..spec import CardSpec, SpeakRequest, clean_text
+from ..spec.stream import AudioChunk, StreamEvent, TextPiece
+
+
+@dataclass
+class RequestContext:
+    """What a node op sees of the request it wires."""
+
+    request_id: str
+    request: SpeakRequest
+    card: CardSpec
+    roles: dict[str, Any]  # component by role: thinker, talker, vocoder
+    mode: str  # echo | chat
+    voice: str | None
+    handoff: str | None  # overrides every hand-off node's mode when set
+    emit: Callable[[StreamEvent], None]
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    fn: Callable[[RequestContext, list[Any], str], Any]
+    num_inputs: int
+    produces: bool  # has an output slot
+    is_handoff: bool = False
+    doc: str = ""
+
+
+OPS: dict[str, Op] = {}
+
+
+def _op(name: str, *, inputs: int, produces: bool, handoff: bool = False):
+    def register(fn):
+        OPS[name] = Op(name, fn, inputs, produces, handoff, (fn.__doc__ or "").strip())
+        return fn
+    return register
+
+
+@_op("tokenize", inputs=1, produces=True)
+def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
+    """Text → the thinker's prompt (echo: the text's tokens are forced as the reply)."""
+    thinker = ctx.roles["thinker"]
+    text = clean_text(inputs[0], ctx.card.limits.max_text_chars)
+    prompt = thinker.encode(text, ctx.mode)
+    end = prompt.forced_end_id if prompt.forced_end_id is not None else min(thinker.eos_token_ids)
+    return ThinkerFeed(prompt, end)
+
+
+@_op("emit_text", inputs=1, produces=False)
+def emit_text(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
+    """Stream the thinker's reply as text pieces (whole characters only)."""
+    thinker = ctx.roles["thinker"]
+    channel: ARChannel[ARItem] = inputs[0]
+    reply: list[int] = []
+    sent = [0]
+
+    def on_item(item: ARItem | None) -> None:
+        if item is not None and item.token not in thinker.eos_token_ids:
+            reply.append(item.token)
+        text = thinker.decode_text(reply)
+        if item is not None and text.endswith("\ufffd"):
+            return  # a multi-byte character is not complete yet
+        if len(text) > sent[0]:
+            ctx.emit(TextPiece(ctx.request_id, text[sent[0]:]))
+            sent[0] = len(text)
+
+    channel.listen(on_item)
+
+
+@_op("thinker_to_talker", inputs=1, produces=True, handoff=True)
+def thinker_to_talker(ctx: RequestContext, inputs: list[Any], mode: str) -> TalkerFeed:
+    """Full payload: the thinker's tokens and hidden states become the talker's conditioning."""
+    return TalkerFeed(ctx.roles["talker"], inputs[0], mode, ctx.voice)
+
+
+@_op("talker_to_vocoder", inputs=1, produces=True, handoff=True)
+def talker_to_vocoder(ctx: RequestContext, inputs: list[Any], mode: str) -> CodesFeed:
+    """The talker's codec tokens, special ids stripped, as the vocoder's codes."""
+    return CodesFeed(ctx.roles["talker"], inputs[0], mode)
+
+
+@_op("emit_audio", inputs=1, produces=False)
+def emit_audio(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
+    """Stream the vocoder's chunks as audio chunks with their samples."""
+    channel: Channel[AudioPiece] = inputs[0]
+    rate = ctx.roles["vocoder"].sample_rate
+
+    def on_piece(piece: AudioPiece | None) -> None:
+        if piece is not None:
+            ctx.emit(AudioChunk(ctx.request_id, piece.index, rate, piece.samples))
+
+    channel.listen(on_piece)

@@ -1,0 +1,14 @@
+"""Cards, programs and requests as validated dataclasses (the leaf layer: no engine, no backends)."""
+
+from .card import CardSpec, ComponentSpec, LoopSpec, SamplingSpec, load_card
+from .errors import SpecError, SpecIssue
+from .program import NodeSpec, ProgramSpec, load_program, topological_order
+from .request import SpeakRequest, clean_text
+from .schema import bounded, load_dataclass
+from .yaml_source import Located, parse_yaml, read_yaml
+
+__all__ = [
+    "CardSpec", "ComponentSpec", "Located", "LoopSpec", "NodeSpec", "ProgramSpec", "SamplingSpec",
+    "SpeakRequest", "SpecError", "SpecIssue", "bounded", "clean_text", "load_card", "load_dataclass",
+    "load_program", "parse_yaml", "read_yaml", "topological_order",
+]

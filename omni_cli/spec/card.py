@@ -1,0 +1,122 @@
+"""A model card: what the model *is* — its components, loops, voices, defaults and limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import IssueList
+from .schema import bounded, load_dataclass
+from .yaml_source import Located
+
+LOOP_KINDS = {"ar_decode": ("ar_token", ("thinker", "talker")), "audio_decode": ("audio_chunk", ("vocoder",))}
+
+MAX_TOKENS_LIMIT = 65536  # no card may ask an AR loop for more steps than this
+
+
+@dataclass
+class ComponentSpec:
+    backend: Literal["numpy", "hf"]
+    role: Literal["thinker", "talker", "vocoder"]
+    params: dict[str, Any] = field(default_factory=dict)  # checked against the backend's schema
+
+
+@dataclass
+class SamplingSpec:
+    temperature: float = bounded(0.0, min=0.0, max=10.0, doc="0 is greedy")
+    top_k: int = bounded(0, min=0, max=1 << 20, doc="0 keeps every token")
+    top_p: float = bounded(1.0, min=0.0, max=1.0)
+    repetition_penalty: float = bounded(1.0, min=0.01, max=10.0)
+
+
+@dataclass
+class LoopSpec:
+    kind: Literal["ar_decode", "audio_decode"]
+    component: str
+    work_unit: Literal["ar_token", "audio_chunk"]
+    prompt_slot: str
+    max_tokens: int = bounded(256, min=1, max=MAX_TOKENS_LIMIT, doc="ar_decode: most tokens per request")
+    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes per chunk, 0 = whole utterance")
+
+
+@dataclass
+class DefaultsSpec:
+    program: str = "speak"
+    mode: Literal["echo", "chat"] = "echo"
+    voice: str | None = None
+
+
+@dataclass
+class LimitsSpec:
+    max_text_chars: int = bounded(2000, min=1, max=1_000_000)
+    memory_budget_mib: int = bounded(1024, min=1, max=1 << 20, doc="admission budget per engine")
+
+
+@dataclass
+class BatchingSpec:
+    max_batch: int = bounded(16, min=1, max=4096)
+    sample_tolerance: float = bounded(0.0, min=0.0, max=1.0, doc="batched vs unbatched, max abs sample diff")
+
+
+@dataclass
+class CardSpec:
+    model: str
+    description: str
+    components: dict[str, ComponentSpec]
+    loops: dict[str, LoopSpec]
+    capabilities: list[str] = field(default_factory=list)
+    seed: int = bounded(0, min=0, max=2**32 - 1)
+    sample_rate: int = bounded(24000, min=8000, max=192000)
+    params: dict[str, Any] = field(default_factory=dict)  # backend settings (model_path, dtype, device)
+    voices: list[str] = field(default_factory=list)
+    defaults: DefaultsSpec = field(default_factory=DefaultsSpec)
+    limits: LimitsSpec = field(default_factory=LimitsSpec)
+    batching: BatchingSpec = field(default_factory=BatchingSpec)
+    source: str = field(default="<memory>", init=False)  # the file it came from
+    located: Located | None = field(default=None, init=False, repr=False)  # for file:line in later checks
+
+    def line(self, key: str) -> int | None:
+        return self.located.line(key) if self.located else None
+
+    def loop_of(self, component: str) -> str:
+        return next(name for name, loop in self.loops.items() if loop.component == component)
+
+
+def load_card(src: Located) -> CardSpec:
+    """Validate a parsed card: schema first, then the rules that tie its parts together."""
+    card = load_dataclass(CardSpec, src)
+    card.source = src.file
+    card.located = src
+    issues = IssueList(src.file)
+    used: dict[str, str] = {}
+    slots: dict[str, str] = {}
+    for name, loop in card.loops.items():
+        key = f"loops.{name}"
+        comp = card.components.get(loop.component)
+        if comp is None:
+            issues.add(src.line(f"{key}.component"), f"{key}.component", f"names undeclared component {loop.component!r}")
+            continue
+        work_unit, roles = LOOP_KINDS[loop.kind]
+        if loop.work_unit != work_unit:
+            issues.add(src.line(f"{key}.work_unit"), f"{key}.work_unit", f"a {loop.kind} loop runs {work_unit!r} units")
+        if comp.role not in roles:
+            issues.add(src.line(f"{key}.component"), f"{key}.component", f"a {loop.kind} loop cannot drive a {comp.role}")
+        if loop.component in used:
+            issues.add(src.line(f"{key}.component"), f"{key}.component",
+                       f"component {loop.component!r} is already driven by loop {used[loop.component]!r} (experts are disjoint)")
+        used[loop.component] = name
+        if loop.prompt_slot in slots:
+            issues.add(src.line(f"{key}.prompt_slot"), f"{key}.prompt_slot",
+                       f"slot {loop.prompt_slot!r} is already the prompt slot of loop {slots[loop.prompt_slot]!r}")
+        slots[loop.prompt_slot] = name
+    for name in card.components:
+        if name not in used:
+            issues.add(src.line(f"components.{name}"), f"components.{name}", "no loop drives this component")
+    roles = sorted(c.role for c in card.components.values())
+    if "text_to_speech" in card.capabilities and roles != ["talker", "thinker", "vocoder"]:
+        issues.add(src.line("components"), "components", "text_to_speech needs one thinker, one talker and one vocoder")
+    if card.defaults.voice is not None and card.defaults.voice not in card.voices:
+        issues.add(src.line("defaults.voice"), "defaults.voice", f"unknown voice (card voices: {', '.join(card.voices) or 'none'})")
+    issues.raise_if_any()
+    return card

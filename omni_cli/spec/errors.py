@@ -1,0 +1,51 @@
+"""The one error type for invalid cards, programs and requests: every issue, with file and line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SpecIssue:
+    file: str  # path or "<request>"
+    line: int | None  # 1-based; None when the issue has no place in a file
+    key: str  # dotted path to the offending key, "" for the whole document
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        key = f" {self.key}:" if self.key else ""
+        return f"{where}:{key} {self.message}"
+
+
+class SpecError(ValueError):
+    """A card, program or request is invalid. Carries every issue found, not just the first."""
+
+    def __init__(self, issues: list[SpecIssue]):
+        if not issues:
+            raise ValueError("SpecError needs at least one issue")
+        self.issues = list(issues)
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        more = len(self.issues) - 1
+        suffix = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+        return f"{self.issues[0]}{suffix}"
+
+    def __str__(self) -> str:
+        return self.one_line()
+
+
+class IssueList:
+    """Collects issues while validating, then raises them all at once."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.issues: list[SpecIssue] = []
+
+    def add(self, line: int | None, key: str, message: str) -> None:
+        self.issues.append(SpecIssue(self.file, line, key, message))
+
+    def raise_if_any(self) -> None:
+        if self.issues:
+            raise SpecError(self.issues)

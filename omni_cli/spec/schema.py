@@ -1,0 +1,148 @@
+"""Strict conversion of parsed YAML into dataclasses: unknown, missing and mistyped keys are errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+from .errors import IssueList
+from .yaml_source import Located
+
+T = TypeVar("T")
+_MISSING = object()
+
+
+def bounded(default: Any = dataclasses.MISSING, *, min: float | None = None, max: float | None = None, doc: str = "") -> Any:
+    """A dataclass field with declared bounds, checked before anything is built or allocated."""
+    meta = {"min": min, "max": max, "doc": doc}
+    if default is dataclasses.MISSING:
+        return dataclasses.field(metadata=meta)
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _type_name(tp: Any) -> str:
+    if get_origin(tp) is Literal:
+        return " | ".join(repr(a) for a in get_args(tp))
+    if get_origin(tp) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp))
+    if dataclasses.is_dataclass(tp):
+        return "mapping"
+    origin = get_origin(tp)
+    if origin is list:
+        return f"list of {_type_name(get_args(tp)[0])}"
+    if origin is dict:
+        return f"mapping of {_type_name(get_args(tp)[1])}"
+    return {int: "integer", float: "number", str: "string", bool: "true/false", type(None): "null"}.get(tp, str(tp))
+
+
+def _got(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    return {int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}.get(type(value), type(value).__name__)
+
+
+def _convert(tp: Any, value: Any, key: str, src: Located, issues: IssueList, meta: dict) -> Any:
+    line = src.line(key)
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        for option in options:
+            if option is type(None):
+                continue
+            trial = IssueList(issues.file)
+            out = _convert(option, value, key, src, trial, meta)
+            if not trial.issues:
+                return out
+        issues.add(line, key, f"expected {_type_name(tp)}, got {_got(value)}")
+        return _MISSING
+    if origin is Literal:
+        if value not in get_args(tp) or isinstance(value, bool):
+            issues.add(line, key, f"expected one of {_type_name(tp)}, got {value!r}")
+            return _MISSING
+        return value
+    if dataclasses.is_dataclass(tp):
+        return _dataclass(tp, value, key, src, issues)
+    if origin is list:
+        if not isinstance(value, list):
+            issues.add(line, key, f"expected {_type_name(tp)}, got {_got(value)}")
+            return _MISSING
+        (item_tp,) = get_args(tp)
+        items = [_convert(item_tp, v, f"{key}.{i}", src, issues, meta) for i, v in enumerate(value)]
+        return [v for v in items if v is not _MISSING]
+    if origin is dict:
+        if not isinstance(value, dict):
+            issues.add(line, key, f"expected {_type_name(tp)}, got {_got(value)}")
+            return _MISSING
+        _, value_tp = get_args(tp)
+        out = {k: _convert(value_tp, v, f"{key}.{k}", src, issues, meta) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not _MISSING}
+    if tp is Any:
+        return value
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
+        issues.add(line, key, f"expected {_type_name(tp)}, got {_got(value)}")
+        return _MISSING
+    if tp is float and not math.isfinite(value):
+        issues.add(line, key, f"expected a finite number, got {value!r}")
+        return _MISSING
+    if tp is str and not value.strip():
+        issues.add(line, key, "must not be empty")
+        return _MISSING
+    if tp in (int, float):
+        lo, hi = meta.get("min"), meta.get("max")
+        if lo is not None and value < lo:
+            issues.add(line, key, f"must be at least {lo}, got {value}")
+            return _MISSING
+        if hi is not None and value > hi:
+            issues.add(line, key, f"must be at most {hi}, got {value}")
+            return _MISSING
+    return value
+
+
+def _dataclass(cls: type[T], value: Any, key: str, src: Located, issues: IssueList) -> Any:
+    if not isinstance(value, dict):
+        issues.add(src.line(key), key, f"expected a mapping, got {_got(value)}")
+        return _MISSING
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    kwargs: dict[str, Any] = {}
+    failed = False
+    for name in value:
+        if name not in fields:
+            child = f"{key}.{name}" if key else name
+            known = ", ".join(sorted(fields))
+            issues.add(src.line(child), child, f"unknown key (expected one of: {known})")
+            failed = True
+    for name, f in fields.items():
+        child = f"{key}.{name}" if key else name
+        if name not in value:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                issues.add(src.line(key), child, "missing required key")
+                failed = True
+            continue
+        out = _convert(hints[name], value[name], child, src, issues, dict(f.metadata))
+        if out is _MISSING:
+            failed = True
+        else:
+            kwargs[name] = out
+    if failed:
+        return _MISSING
+    return cls(**kwargs)
+
+
+def load_dataclass(cls: type[T], src: Located, *, key: str = "", value: Any = _MISSING) -> T:
+    """Build `cls` from `src` (or from `value`, a part of it at `key`); raise SpecError with every issue."""
+    issues = IssueList(src.file)
+    out = _dataclass(cls, src.value if value is _MISSING else value, key, src, issues)
+    issues.raise_if_any()
+    return out

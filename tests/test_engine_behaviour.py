@@ -1,0 +1,197 @@
+"""Engine behaviour with scripted loops (no model): admission, cancellation, failures, stalls, trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+from conftest import run_alone
+
+from omni_cli.engine import AdmissionError, Engine
+from omni_cli.loops import DONE, LoopState, LoopStatus, Wait, WorkPlan
+from omni_cli.program import WiredRequest
+from omni_cli.spec import SpeakRequest
+from omni_cli.spec.stream import RequestDone, RequestStatus
+
+
+class ScriptedComponent:
+    role = "scripted"
+
+    def __init__(self, fail_on: set[str] = frozenset()):
+        self.calls: list[list[str]] = []
+        self.fail_on = set(fail_on)
+
+    def run(self, kind, inputs):
+        self.calls.append([i["rid"] for i in inputs])
+        if any(i["rid"] in self.fail_on for i in inputs):
+            raise RuntimeError("scripted failure")
+        return [i["step"] * 10 for i in inputs]
+
+
+@dataclass
+class ScriptedState(LoopState):
+    outputs: list = field(default_factory=list)
+    waits_left: int = 0
+
+
+class ScriptedLoop:
+    """`steps` WorkUnits per request; waits `waits` ticks first; resident and step bytes as given."""
+
+    def __init__(self, component, steps=3, waits=0, resident=100, step_bytes=10, stage=0, forever_wait=False):
+        self.loop_id, self.component, self.stage = "scripted", component, stage
+        self.steps, self.waits, self.resident, self.step_bytes_ = steps, waits, resident, step_bytes
+        self.forever_wait = forever_wait
+        self.aborted: list[str] = []
+
+    def init(self, rid):
+        return ScriptedState(self.loop_id, rid, resident_bytes=self.resident, waits_left=self.waits)
+
+    def peak_step_bytes(self, state):
+        return self.step_bytes_
+
+    def next(self, state):
+        if state.status is LoopStatus.FINISHED:
+            return DONE
+        if self.forever_wait or state.waits_left:
+            state.waits_left -= 1
+            return Wait("scripted wait")
+        if state.step >= self.steps:
+            state.status = LoopStatus.FINISHED
+            return DONE
+        return WorkPlan(self.loop_id, state.request_id, "scripted", state.step, ("scripted",), self.step_bytes_,
+                        {"rid": state.request_id, "step": state.step})
+
+    def advance(self, state, plan, output):
+        state.outputs.append(output)
+        state.step += 1
+        return state
+
+    def finalize(self, state):
+        return None
+
+    def abort(self, state):
+        self.aborted.append(state.request_id)
+        state.status = LoopStatus.FINISHED
+
+
+def scripted_program(loop, budget_mib=1, max_batch=4):
+    card = SimpleNamespace(batching=SimpleNamespace(max_batch=max_batch),
+                           limits=SimpleNamespace(memory_budget_mib=budget_mib), sample_rate=24000)
+
+    def wire(rid, request, emit):
+        return WiredRequest(rid, [(loop, loop.init(rid))], {}, None)
+
+    return SimpleNamespace(card=card, wire=wire)
+
+
+def drain(engine):
+    return [e for e in engine.events()]
+
+
+def test_plans_with_equal_keys_run_as_one_batch():
+    comp = ScriptedComponent()
+    engine = Engine(scripted_program(ScriptedLoop(comp, steps=2)), max_batch=4)
+    for i in range(6):
+        engine.submit(SpeakRequest("x", request_id=f"q{i}"))
+    done = [e for e in drain(engine) if isinstance(e, RequestDone)]
+    assert [e.status for e in done] == [RequestStatus.FINISHED] * 6
+    assert [len(c) for c in comp.calls] == [4, 2, 4, 2]
+    assert engine.budget.reserved == 0
+
+
+def test_request_that_can_never_fit_fails_fast():
+    engine = Engine(scripted_program(ScriptedLoop(ScriptedComponent(), resident=2 << 20)), memory_budget_bytes=1 << 20)
+    with pytest.raises(AdmissionError, match="over the 1.0 MiB memory budget"):
+        engine.submit(SpeakRequest("x"))
+    assert engine.budget.reserved == 0 and engine.is_idle
+
+
+def test_admission_queues_what_does_not_fit_now_and_refunds_everything():
+    loop = ScriptedLoop(ScriptedComponent(), steps=3, resident=400, step_bytes=100)
+    engine = Engine(scripted_program(loop), memory_budget_bytes=1000)  # two requests fit at once
+    seen_reserved = []
+    engine.subscribe(lambda e: seen_reserved.append(engine.budget.reserved))
+    for i in range(5):
+        engine.submit(SpeakRequest("x", request_id=f"q{i}"))
+    drain(engine)
+    assert max(seen_reserved) <= 1000
+    assert engine.budget.peak_reserved == 1000  # two residents + their two steps as one batch
+    assert engine.budget.reserved == 0
+
+
+def test_cancel_one_request_at_a_step_boundary_leaves_the_others_alone():
+    comp = ScriptedComponent()
+    loop = ScriptedLoop(comp, steps=5)
+    engine = Engine(scripted_program(loop), max_batch=1)
+    handles = [engine.submit(SpeakRequest("x", request_id=f"q{i}")) for i in range(3)]
+    engine.step()
+    handles[1].cancel()
+    done = {e.request_id: e for e in drain(engine) if isinstance(e, RequestDone)}
+    assert done["q1"].status is RequestStatus.CANCELLED
+    assert done["q0"].status is done["q2"].status is RequestStatus.FINISHED
+    assert loop.aborted == ["q1"]
+    assert sum(c.count("q1") for c in comp.calls) == 1  # nothing ran after the cancel
+    assert engine.budget.reserved == 0
+
+
+def test_exception_in_one_requests_step_fails_only_that_request():
+    comp = ScriptedComponent(fail_on={"q1"})
+    engine = Engine(scripted_program(ScriptedLoop(comp, steps=3)), max_batch=4)
+    handles = [engine.submit(SpeakRequest("x", request_id=f"q{i}")) for i in range(3)]
+    done = {e.request_id: e for e in drain(engine) if isinstance(e, RequestDone)}
+    assert done["q1"].status is RequestStatus.FAILED and "scripted failure" in done["q1"].error
+    assert done["q0"].status is done["q2"].status is RequestStatus.FINISHED
+    ok = [h._request.wired.states[0][1].outputs for h in handles]
+    assert ok[0] == ok[2] == [0, 10, 20]
+    assert engine.budget.reserved == 0
+
+
+def test_a_program_where_every_loop_waits_fails_instead_of_spinning():
+    engine = Engine(scripted_program(ScriptedLoop(ScriptedComponent(), forever_wait=True)))
+    engine.submit(SpeakRequest("x"))
+    done = [e for e in drain(engine) if isinstance(e, RequestDone)]
+    assert done[0].status is RequestStatus.FAILED and "stalled" in done[0].error
+    assert engine.budget.reserved == 0
+
+
+def test_waiting_loops_resume():
+    engine = Engine(scripted_program(ScriptedLoop(ScriptedComponent(), steps=2, waits=0)))
+    engine.submit(SpeakRequest("x"))
+    assert [e.status for e in drain(engine) if isinstance(e, RequestDone)] == [RequestStatus.FINISHED]
+
+
+def test_trace_has_one_event_per_work_unit(toy):
+    engine = Engine(toy)
+    events = []
+    engine.subscribe(events.append)
+    handle = engine.submit(SpeakRequest("Trace me", seed=1), collect=True)
+    result = handle.result()
+    units = [e for e in events if e.event == "work_unit"]
+    assert len(units) == engine.stats.work_units > 0
+    per_loop = {loop: sum(1 for e in units if e.loop == loop) for loop in toy.loops}
+    assert per_loop["thinker_decode"] == len(result.tokens["thinker_decode"])
+    assert per_loop["talker_decode"] == len(result.tokens["talker_decode"])
+    assert all(e.dur_s >= 0 and e.batch_size >= 1 and e.request_id == handle.request_id for e in units)
+    phases = [e.phase for e in events if e.event == "request"]
+    assert phases[:2] == ["submitted", "admitted"] and "first_audio" in phases and phases[-1] == "finished"
+
+
+def test_talker_stops_at_eos_before_its_bound(toy):
+    seeds = range(1, 12)
+    reasons = {run_alone(toy, SpeakRequest("Stop here", seed=s)).tokens["talker_decode"][-1] == 66 for s in seeds}
+    assert True in reasons  # some seeds end on the talker's EOS token (66) rather than the length bound
+
+
+def test_cancel_a_real_request_closes_everything(toy):
+    engine = Engine(toy)
+    handle = engine.submit(SpeakRequest("Cancel this long request " * 5, seed=1), collect=True)
+    for _ in range(30):
+        engine.step()
+    handle.cancel()
+    events = list(handle.stream())
+    assert isinstance(events[-1], RequestDone) and events[-1].status is RequestStatus.CANCELLED
+    for loop, state in handle._request.wired.states:
+        assert state.status is LoopStatus.FINISHED
+    assert all(ch.is_closed for ch in handle._request.wired.slots.values() if hasattr(ch, "is_closed"))
+    assert engine.budget.reserved == 0 and engine.is_idle

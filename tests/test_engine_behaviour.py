@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import pytest
-from conftest import run_alone
+from runtime_helpers import run_alone
 
 from omni_cli.engine import AdmissionError, Engine
 from omni_cli.loops import DONE, LoopState, LoopStatus, Wait, WorkPlan

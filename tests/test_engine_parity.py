@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import run_alone, run_together
+from runtime_helpers import run_alone, run_together
 
 from omni_cli.spec import SpeakRequest
 

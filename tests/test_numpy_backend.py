@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import run_alone
+from runtime_helpers import run_alone
 
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput
 from omni_cli.backends.numpy.nn import linear

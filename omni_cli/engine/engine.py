@@ -213,7 +213,9 @@ class Engine:
                 continue
             r.units[loop.loop_id] += 1
             self.stats.work_units += 1
-            self._trace(WorkUnitEvent(r.request_id, loop.loop_id, plan.kind, plan.step, len(live), t - self._t0, dur, loop.stage))
+            if self._subscribers:  # building the event costs more than the bookkeeping around it
+                self._trace(WorkUnitEvent(r.request_id, loop.loop_id, plan.kind, plan.step, len(live),
+                                          t - self._t0, dur, loop.stage))
 
     # request lifecycle
     def _admit(self) -> None:

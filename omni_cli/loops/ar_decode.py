@@ -12,7 +12,7 @@ from ..spec.card import LoopSpec, SamplingSpec
 from .base import DONE, Done, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from .channel import ARChannel
 from .feeds import ARFeed
-from .sampling import choose_token
+from .sampling import Sampler
 
 
 class LoopInputError(ValueError):
@@ -25,7 +25,7 @@ class ARState(LoopState):
     out: ARChannel | None = None
     cache: Any = None
     rng: np.random.Generator | None = None
-    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    sampler: Sampler | None = None
     max_tokens: int = 0
     positions: int = 0  # positions in the cache
     max_positions: int = 0  # most positions this request can reach (sizes the admission)
@@ -43,6 +43,7 @@ class ARDecodeLoop:
         self.spec = spec
         self.component = component
         self.stage = stage
+        self.sampler = Sampler(spec.sampling, component.suppress_token_ids, component.eos_token_ids)
 
     def init(self, request_id: str, feed: ARFeed, out: ARChannel, *, seed: int,
              max_tokens: int | None = None, sampling: SamplingSpec | None = None) -> ARState:
@@ -57,7 +58,9 @@ class ARDecodeLoop:
             cache=self.component.new_cache(),
             # one stream of random numbers per request and loop: interleaving cannot change it
             rng=np.random.default_rng([seed, self.stage]),
-            sampling=sampling or self.spec.sampling, max_tokens=limit,
+            sampler=self.sampler if sampling is None else Sampler(sampling, self.component.suppress_token_ids,
+                                                                  self.component.eos_token_ids),
+            max_tokens=limit,
             max_positions=positions, resident_bytes=self.component.cache_bytes(positions),
             prefill_positions=min(feed.prefill_hint(), positions),
         )
@@ -101,10 +104,7 @@ class ARDecodeLoop:
         if plan.forced_token is not None:
             token = plan.forced_token
         else:
-            banned = set(self.component.suppress_token_ids)
-            if len(state.tokens) < lowest:
-                banned |= self.component.eos_token_ids
-            token = choose_token(output.logits, state.sampling, state.rng, state.history, banned)
+            token = state.sampler.choose(output.logits, state.rng, state.history, len(state.tokens) >= lowest)
         state.positions += len(consumed)
         state.tokens.append(token)
         state.history.append(token)

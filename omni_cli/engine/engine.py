@@ -116,6 +116,15 @@ class Engine:
                 return
             self.step()
 
+    def poll(self) -> list[StreamEvent]:
+        """The events produced so far and not yet read, without driving the engine."""
+        out: list[StreamEvent] = []
+        for rid in list(self._stash):
+            out.extend(self._stash.pop(rid))
+        out.extend(self._events)
+        self._events.clear()
+        return out
+
     def stream_of(self, request_id: str) -> Iterator[StreamEvent]:
         """Drive the engine, yielding one request's events; other requests' events wait for their readers."""
         mine = self._stash.setdefault(request_id, deque())

@@ -26,22 +26,29 @@ class Sampler:
 
     def __init__(self, params: SamplingSpec, suppressed: Collection[int], eos: Collection[int]):
         self.params = params
-        self.suppressed = np.array(sorted(suppressed), dtype=np.int64)
-        self.suppressed_and_eos = np.array(sorted(set(suppressed) | set(eos)), dtype=np.int64)
+        self.suppressed = sorted(suppressed)
+        self.suppressed_and_eos = sorted(set(suppressed) | set(eos))
+        self._masks: dict[tuple[int, bool], np.ndarray] = {}  # additive: 0 or -inf, per vocab size
+
+    def _mask(self, size: int, allow_eos: bool) -> np.ndarray:
+        key = (size, allow_eos)
+        if key not in self._masks:
+            mask = np.zeros(size, np.float64)
+            banned = [t for t in (self.suppressed if allow_eos else self.suppressed_and_eos) if t < size]
+            mask[banned] = -np.inf
+            self._masks[key] = mask
+        return self._masks[key]
 
     def choose(self, logits: np.ndarray, rng: np.random.Generator, history: Sequence[int], allow_eos: bool) -> int:
         p = self.params
         scores = apply_repetition_penalty(np.asarray(logits, dtype=np.float32), history, p.repetition_penalty)
-        banned = self.suppressed if allow_eos else self.suppressed_and_eos
-        if banned.size:
-            scores = scores.copy() if scores is logits else scores
-            scores[banned] = -np.inf
+        mask = self._mask(scores.shape[0], allow_eos)
         if p.temperature == 0.0:
-            return int(np.argmax(scores))  # first maximum, as torch.argmax
-        z = scores.astype(np.float64) / p.temperature
+            return int(np.argmax(scores + mask))  # first maximum, as torch.argmax
+        z = scores * (1.0 / p.temperature) + mask  # float64: the mask is
         if 0 < p.top_k < z.shape[0]:
-            z[np.argpartition(z, -p.top_k)[: -p.top_k]] = -np.inf
-        probs = np.exp(z - np.max(z))
+            z[z < np.partition(z, -p.top_k)[-p.top_k]] = -np.inf
+        probs = np.exp(z - z.max())
         if p.top_p < 1.0:
             probs /= probs.sum()
             order = np.argsort(-probs, kind="stable")

@@ -61,18 +61,18 @@ def emit_text(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
     """Stream the thinker's reply as text pieces (whole characters only)."""
     thinker = ctx.roles["thinker"]
     channel: ARChannel[ARItem] = inputs[0]
-    reply: list[int] = []
-    sent = [0]
+    unsent: list[int] = []  # tokens since the last whole character
 
     def on_item(item: ARItem | None) -> None:
         if item is not None and item.token not in thinker.eos_token_ids:
-            reply.append(item.token)
-        text = thinker.decode_text(reply)
+            unsent.append(item.token)
+        if not unsent:
+            return
+        text = thinker.decode_text(unsent)
         if item is not None and text.endswith("\ufffd"):
             return  # a multi-byte character is not complete yet
-        if len(text) > sent[0]:
-            ctx.emit(TextPiece(ctx.request_id, text[sent[0]:]))
-            sent[0] = len(text)
+        ctx.emit(TextPiece(ctx.request_id, text))
+        unsent.clear()
 
     channel.listen(on_item)
 

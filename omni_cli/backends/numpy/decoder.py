@@ -92,8 +92,9 @@ class Decoder:
                 self._attend(index, qkv[offsets[i]:offsets[i + 1]], cache) for i, cache in enumerate(caches)
             ]
             x = x + linear(np.concatenate(attended, axis=0) if len(attended) > 1 else attended[0], layer["out"])
-            gate, up = np.split(linear(rms_norm(x, layer["norm2"]), layer["gate_up"]), 2, axis=1)
-            x = x + linear(silu(gate) * up, layer["down"])
+            gate_up = linear(rms_norm(x, layer["norm2"]), layer["gate_up"])
+            half = gate_up.shape[1] // 2
+            x = x + linear(silu(gate_up[:, :half]) * gate_up[:, half:], layer["down"])
         for cache, n in zip(caches, sizes):
             cache.length += n
         x = rms_norm(x, self.final_norm)

@@ -1,0 +1,134 @@
+"""Benchmark workloads: N utterances at concurrency C through one engine, measured side by side."""
+
+from __future__ import annotations
+
+import hashlib
+import resource
+import statistics
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from ..program import CompiledProgram
+from ..spec import SpeakRequest
+from ..spec.stream import AudioChunk, RequestDone, RequestStatus
+from .engine import Engine
+
+_WORDS = ("the quick brown fox jumps over a lazy dog while seven bright stars watch quietly from far "
+          "above and every small voice in the valley sings along with the river").split()
+
+
+def make_text(num_chars: int, index: int = 0) -> str:
+    """A deterministic sentence of about `num_chars` characters (different for each index)."""
+    words, n, i = [], 0, index * 7
+    while n < num_chars:
+        word = _WORDS[i % len(_WORDS)]
+        words.append(word)
+        n += len(word) + 1
+        i += 1
+    return " ".join(words)[:num_chars].rstrip() or "hello"
+
+
+@dataclass(frozen=True)
+class Workload:
+    num_requests: int = 8
+    text_chars: int = 60
+    concurrency: int = 1
+    handoff: str = "stream"  # stream | barrier
+    policy: str = "latency-first"
+    mode: str = "echo"
+    max_batch: int | None = None
+
+    def requests(self) -> list[SpeakRequest]:
+        return [SpeakRequest(make_text(self.text_chars, i), mode=self.mode, seed=i, handoff=self.handoff,
+                             request_id=f"b{i}") for i in range(self.num_requests)]
+
+
+@dataclass
+class BenchResult:
+    label: str
+    workload: Workload
+    wall_s: float
+    ttfa_s: list[float]
+    latency_s: list[float]
+    audio_s: list[float]
+    work_units: int = 0
+    overhead_per_unit_s: float | None = None
+    peak_reserved_bytes: int | None = None
+    max_rss_bytes: int = 0
+    digests: list[str] = field(default_factory=list)  # per request: tokens + samples, to compare outputs
+
+    def summary(self) -> dict[str, Any]:
+        audio_total = sum(self.audio_s)
+        return {
+            "label": self.label, **{f"workload_{k}": v for k, v in asdict(self.workload).items()},
+            "ttfa_p50_s": _quantile(self.ttfa_s, 0.5), "ttfa_p95_s": _quantile(self.ttfa_s, 0.95),
+            "latency_p50_s": _quantile(self.latency_s, 0.5), "latency_p95_s": _quantile(self.latency_s, 0.95),
+            "rtf_p50": _quantile([lat / a for lat, a in zip(self.latency_s, self.audio_s) if a > 0], 0.5),
+            "audio_s_per_wall_s": audio_total / self.wall_s if self.wall_s else None,
+            "work_units_per_s": self.work_units / self.wall_s if self.wall_s and self.work_units else None,
+            "overhead_us_per_unit": None if self.overhead_per_unit_s is None else self.overhead_per_unit_s * 1e6,
+            "peak_reserved_mib": None if self.peak_reserved_bytes is None else self.peak_reserved_bytes / 2**20,
+            "max_rss_mib": self.max_rss_bytes / 2**20,
+            "audio_s_total": audio_total, "wall_s": self.wall_s,
+        }
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[max(0, min(98, round(q * 100) - 1))]
+
+
+def max_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni") -> BenchResult:
+    """Keep `concurrency` requests in the engine until all are done; time each from its submission."""
+    engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch)
+    pending = workload.requests()
+    hashes: dict[str, Any] = {}
+    done: dict[str, RequestDone] = {}
+    start = time.perf_counter()
+    while pending or not engine.is_idle:
+        while pending and engine.num_active < workload.concurrency:
+            request = pending.pop(0)
+            engine.submit(request)
+            hashes[request.request_id] = hashlib.sha256()
+        engine.step()
+        for event in engine.poll():
+            if isinstance(event, AudioChunk):
+                hashes[event.request_id].update(event.samples.tobytes())
+            elif isinstance(event, RequestDone):
+                done[event.request_id] = event
+    wall = time.perf_counter() - start
+    failed = [e for e in done.values() if e.status is not RequestStatus.FINISHED]
+    if failed:
+        raise RuntimeError(f"bench request {failed[0].request_id} {failed[0].status.value}: {failed[0].error}")
+    order = [r.request_id for r in workload.requests()]
+    metrics = [done[rid].metrics for rid in order]
+    return BenchResult(
+        label, workload, wall,
+        ttfa_s=[m["ttfa_s"] for m in metrics if m["ttfa_s"] is not None],
+        latency_s=[m["latency_s"] for m in metrics], audio_s=[m["audio_s"] for m in metrics],
+        work_units=engine.stats.work_units, overhead_per_unit_s=engine.stats.overhead_per_unit_s,
+        peak_reserved_bytes=engine.budget.peak_reserved, max_rss_bytes=max_rss_bytes(),
+        digests=[hashes[rid].hexdigest() for rid in order],
+    )
+
+
+def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_chars: int = 40,
+                   concurrency: int = 8) -> list[BenchResult]:
+    """The configurations the README reports: length scaling, barrier vs stream, concurrency."""
+    base = Workload(num_requests=max(1, num_requests // 2), text_chars=short_chars, concurrency=1)
+    runs = [
+        ("stream, 1x text", base),
+        ("stream, 10x text", replace(base, text_chars=10 * short_chars)),
+        ("barrier, 1x text", replace(base, handoff="barrier")),
+        ("stream, concurrency 1", replace(base, num_requests=num_requests)),
+        (f"stream, concurrency {concurrency}", replace(base, num_requests=num_requests, concurrency=concurrency)),
+    ]
+    return [run_workload(program, w, label) for label, w in runs]

@@ -55,7 +55,7 @@ class ScriptedLoop:
             return DONE
         if self.forever_wait or state.waits_left:
             state.waits_left -= 1
-            return Wait("scripted wait")
+            return Wait(lambda: "scripted wait")
         if state.step >= self.steps:
             state.status = LoopStatus.FINISHED
             return DONE

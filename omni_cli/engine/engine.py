@@ -7,13 +7,13 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ..loops import Done, Wait, WorkPlan
+from ..loops import Wait, WorkPlan
 from ..program import CompiledProgram
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
 from .admission import AdmissionError, MemoryBudget, mib
 from .request import EngineRequest, RequestHandle
-from .scheduler import POLICIES, Group, group_plans, order_groups
+from .scheduler import POLICIES, Entry, group_plans, order_groups
 from .trace import RequestEvent, TraceEvent, WorkUnitEvent
 
 
@@ -57,6 +57,7 @@ class Engine:
         self._events: deque[StreamEvent] = deque()
         self._stash: dict[str, deque[StreamEvent]] = {}
         self._subscribers: list[Callable[[TraceEvent], None]] = []
+        self._cancels: set[str] = set()  # cancelled, to be reaped at the next step boundary
 
     # public API
     def subscribe(self, fn: Callable[[TraceEvent], None]) -> None:
@@ -91,6 +92,7 @@ class Engine:
         r = self._requests.get(request_id)
         if r is not None and not r.status.is_done:
             r.cancel_requested = True
+            self._cancels.add(request_id)
 
     def cancel_all(self) -> None:
         for rid in list(self._requests):
@@ -146,13 +148,14 @@ class Engine:
     # one tick
     def step(self) -> None:
         start = self._clock()
-        self._reap_cancelled()
-        self._admit()
+        if self._cancels:
+            self._reap_cancelled()
+        if self._queued:
+            self._admit()
         if self.policy == "round-robin" and len(self._running) > 1:
             self._running.append(self._running.pop(0))  # a different request goes first each tick
-        owners: dict[int, tuple[EngineRequest, object, object]] = {}
-        plans: list[tuple[WorkPlan, int]] = []
-        waits: list[str] = []
+        entries: list[Entry] = []
+        waits: list[tuple[EngineRequest, str, Wait]] = []
         for r in list(self._running):
             pending = False
             for loop, state in r.wired.states:
@@ -161,62 +164,58 @@ class Engine:
                 except Exception as exc:  # a bad input or a broken feed fails this request alone
                     self._fail(r, f"{loop.loop_id}: {one_line(exc)}")
                     break
-                if isinstance(nxt, WorkPlan):
-                    owners[id(nxt)] = (r, loop, state)
-                    plans.append((nxt, loop.stage))
+                if nxt.__class__ is WorkPlan:
+                    entries.append(Entry(nxt, loop.stage, r, loop, state))
                     pending = True
-                elif isinstance(nxt, Wait):
-                    waits.append(f"{r.request_id}/{loop.loop_id}: {nxt.reason}")
+                elif nxt.__class__ is Wait:
+                    waits.append((r, loop.loop_id, nxt))
                     pending = True
-                else:
-                    assert isinstance(nxt, Done)
             else:
                 if not pending:
                     self._finish(r)
-        if not plans and self._running:
+        if not entries and self._running:
             # every loop waits on another: a broken program, never a reason to spin forever
+            why = "; ".join(f"{r.request_id}/{loop_id}: {w.reason}" for r, loop_id, w in waits[:3])
             for r in list(self._running):
-                self._fail(r, f"stalled, no loop can run ({'; '.join(waits[:3])})")
-        for group in order_groups(group_plans(plans, self.max_batch), self.policy):
-            self._run_group(group, owners)
+                self._fail(r, f"stalled, no loop can run ({why})")
+        for group in order_groups(group_plans(entries, self.max_batch), self.policy):
+            self._run_group(group.entries)
         self.stats.ticks += 1
         self.stats.tick_s += self._clock() - start
 
-    def _run_group(self, group: Group, owners: dict) -> None:
-        live = [p for p in group.plans if owners[id(p)][0].status is RequestStatus.RUNNING
-                and not owners[id(p)][0].cancel_requested]
+    def _run_group(self, entries: list[Entry]) -> None:
+        live = [e for e in entries if e.request.status is RequestStatus.RUNNING and not e.request.cancel_requested]
         if not live:
             return
-        need = sum(p.step_bytes for p in live)
-        if need > self.budget.free and len(live) > 1:
+        need = sum(e.plan.step_bytes for e in live)
+        if not self.budget.try_reserve(need):
+            if len(live) == 1:
+                self._fail(live[0].request, f"step needs {mib(need)} but only {mib(self.budget.free)} "
+                                            f"of {mib(self.budget.capacity)} is free")
+                return
             half = len(live) // 2  # smaller batches fit: admission left room for any single step
-            self._run_group(Group(group.batch_key, group.stage, live[:half]), owners)
-            self._run_group(Group(group.batch_key, group.stage, live[half:]), owners)
+            self._run_group(live[:half])
+            self._run_group(live[half:])
             return
-        component = owners[id(live[0])][1].component
+        t = self._clock()
         try:
-            with self.budget.hold(need):
-                t = self._clock()
-                try:
-                    outputs = component.run(live[0].kind, [p.inputs for p in live])
-                finally:
-                    self.stats.component_s += self._clock() - t
-        except AdmissionError as exc:
-            self._fail(owners[id(live[0])][0], one_line(exc))
-            return
+            outputs = live[0].loop.component.run(live[0].plan.kind, [e.plan.inputs for e in live])
         except Exception as exc:
             if len(live) == 1:
-                self._fail(owners[id(live[0])][0], f"{live[0].loop_id}: {one_line(exc)}")
+                self._fail(live[0].request, f"{live[0].loop.loop_id}: {one_line(exc)}")
                 return
-            for plan in live:  # find the request that broke the batch; the others go on unchanged
-                self._run_group(Group(group.batch_key, group.stage, [plan]), owners)
+            for entry in live:  # find the request that broke the batch; the others go on unchanged
+                self._run_group([entry])
             return
-        dur = self._clock() - t
+        finally:
+            dur = self._clock() - t
+            self.stats.component_s += dur
+            self.budget.release(need)
         self.stats.batched_calls += 1
-        for plan, output in zip(live, outputs):
-            r, loop, state = owners[id(plan)]
+        for entry, output in zip(live, outputs):
+            r, loop, plan = entry.request, entry.loop, entry.plan
             try:
-                loop.advance(state, plan, output)
+                loop.advance(entry.state, plan, output)
             except Exception as exc:
                 self._fail(r, f"{loop.loop_id}: {one_line(exc)}")
                 continue
@@ -242,8 +241,9 @@ class Engine:
             self._trace(RequestEvent(r.request_id, "admitted", self.now(), {"reserved_bytes": resident}))
 
     def _reap_cancelled(self) -> None:
-        for r in [x for x in list(self._queued) + self._running if x.cancel_requested]:
-            self._end(r, RequestStatus.CANCELLED, None)
+        for rid in sorted(self._cancels):
+            self._end(self._requests[rid], RequestStatus.CANCELLED, None)
+        self._cancels.clear()
 
     def _finish(self, r: EngineRequest) -> None:
         for loop, state in r.wired.states:

@@ -75,7 +75,7 @@ class ARDecodeLoop:
         if state.step == 0:  # prefill
             prefill = state.feed.prefill()
             if prefill is None:
-                return Wait(state.feed.describe_wait())
+                return Wait(state.feed.describe_wait)
             n = len(prefill.token_ids)
             if n + 1 > self.component.max_positions:
                 raise LoopInputError(f"{self.loop_id}: prompt of {n} tokens does not fit the model's "
@@ -88,7 +88,7 @@ class ARDecodeLoop:
         feed = state.feed.step(state.step)
         if feed is None:
             state.status = LoopStatus.WAITING
-            return Wait(state.feed.describe_wait())
+            return Wait(state.feed.describe_wait)
         state.status = LoopStatus.RUNNING
         inputs = ARStepInput(state.cache, [state.tokens[-1]], cond=feed.cond)
         return WorkPlan(self.loop_id, state.request_id, AR_TOKEN, state.step, (self.loop_id, AR_TOKEN),

@@ -57,7 +57,7 @@ class AudioDecodeLoop:
             return DONE
         seen = state.feed.available()
         if seen is None:
-            return Wait(state.feed.describe_wait())
+            return Wait(state.feed.describe_wait)
         codes, is_final = seen
         start, n = state.next_code, len(codes)
         if is_final and start >= n:
@@ -65,14 +65,14 @@ class AudioDecodeLoop:
             return DONE
         if self.chunk_codes == 0:
             if not is_final:
-                return Wait(state.feed.describe_wait())
+                return Wait(state.feed.describe_wait)
             end = n
         else:
             end = min(start + self.chunk_codes, n)
             # a chunk runs once it is full and its look-ahead has arrived, or the codes are final
             if not is_final and (end - start < self.chunk_codes or n < end + self.component.lookahead_codes):
                 state.status = LoopStatus.WAITING
-                return Wait(state.feed.describe_wait())
+                return Wait(state.feed.describe_wait)
         state.status = LoopStatus.RUNNING
         inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final)
         return WorkPlan(self.loop_id, state.request_id, AUDIO_CHUNK, state.step, (self.loop_id, AUDIO_CHUNK),

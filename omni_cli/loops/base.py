@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..backends.base import Component
@@ -31,7 +32,11 @@ class WorkPlan:
 
 @dataclass(frozen=True)
 class Wait:
-    reason: str  # e.g. "thinker_out: 3 items, need 4"
+    describe: Callable[[], str]  # why, e.g. "thinker_out: 3 items (open, stream)"; called only when asked
+
+    @property
+    def reason(self) -> str:
+        return self.describe()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from .backends import backend_module, params_schema
 from .ops import OPS, RequestContext
 
 Loop = ARDecodeLoop | AudioDecodeLoop
+REQUEST_SLOTS = {"text"}  # the program inputs a SpeakRequest fills (see CompiledProgram.wire)
 
 
 @dataclass
@@ -59,7 +60,7 @@ class CompiledProgram:
                                        f"unknown voice {voice!r} (known: {', '.join(known) or 'none'})")])
         ctx = RequestContext(request_id, request, self.card, self.roles, request.mode or self.card.defaults.mode,
                              voice, request.handoff, emit)
-        slots: dict[str, Any] = {"text": request.text}
+        slots: dict[str, Any] = {"text": request.text}  # keep REQUEST_SLOTS in step
         states: list[tuple[Loop, LoopState]] = []
         for node in self.order:
             inputs = [slots[s] for s in node.inputs]
@@ -86,6 +87,10 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
     missing = [c for c in program.requires if c not in card.capabilities]
     if missing:
         issues.add(program.line("requires"), "requires", f"card {card.model!r} lacks capability {', '.join(missing)}")
+    for j, slot in enumerate(program.inputs):
+        if slot not in REQUEST_SLOTS:  # nothing would fill it: wire() would fail on every request
+            issues.add(program.line(f"inputs.{j}"), f"inputs.{j}",
+                       f"a request fills only {', '.join(sorted(REQUEST_SLOTS))}, not {slot!r}")
     used_loops: set[str] = set()
     for i, node in enumerate(program.nodes):
         key = f"nodes.{i}"
@@ -153,4 +158,10 @@ def build_components(card: CardSpec, settings: dict[str, Any]) -> dict[str, Any]
         raise SpecError([SpecIssue(card.source, card.line("components"), "components", "all components must share one backend")])
     params = component_params(card)
     merged = {**card.params, **{k: v for k, v in settings.items() if v is not None}}
-    return backend_module(backends.pop()).build(card, params, merged)
+    backend = backends.pop()
+    try:
+        return backend_module(backend).build(card, params, merged)
+    except ValueError as exc:
+        # params that pass their bounds can still disagree (d_model 64 in 7 heads): still the card's fault
+        raise SpecError([SpecIssue(card.source, card.line("components"), "components",
+                                   f"backend {backend!r} rejects these components: {exc}")]) from None

@@ -15,7 +15,12 @@ class SpecIssue:
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
         key = f" {self.key}:" if self.key else ""
-        return f"{where}:{key} {self.message}"
+        return _printable(f"{where}:{key} {self.message}")
+
+
+def _printable(text: str) -> str:
+    # keys and paths come from the user's file: a key like "a\nb" must not break the one-line error
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 class SpecError(ValueError):

@@ -37,7 +37,8 @@ def _type_name(tp: Any) -> str:
         return f"list of {_type_name(get_args(tp)[0])}"
     if origin is dict:
         return f"mapping of {_type_name(get_args(tp)[1])}"
-    return {int: "integer", float: "number", str: "string", bool: "true/false", type(None): "null"}.get(tp, str(tp))
+    names = {int: "integer", float: "number", str: "string", bool: "true/false", type(None): "null", Any: "any value"}
+    return names.get(tp, str(tp))
 
 
 def _got(value: Any) -> str:
@@ -97,6 +98,10 @@ def _convert(tp: Any, value: Any, key: str, src: Located, issues: IssueList, met
         return _MISSING
     if tp is str and not value.strip():
         issues.add(line, key, "must not be empty")
+        return _MISSING
+    if tp is str and any("\ud800" <= ch <= "\udfff" for ch in value):
+        # a "\ud800" escape decodes to a lone surrogate, which no UTF-8 terminal or file can print
+        issues.add(line, key, "contains a lone surrogate (not valid Unicode text)")
         return _MISSING
     if tp in (int, float):
         lo, hi = meta.get("min"), meta.get("max")

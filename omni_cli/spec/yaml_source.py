@@ -11,6 +11,8 @@ import yaml
 from .errors import SpecError, SpecIssue
 
 MAX_FILE_BYTES = 1 << 20  # a card or program is a few KiB; refuse anything absurd before parsing
+MAX_DEPTH = 32  # cards nest 4 levels; deeper input would overflow the recursive composer (RecursionError)
+MAX_EVENTS = 20_000  # keys, values and brackets; the toy card has 160
 
 
 @dataclass
@@ -52,40 +54,84 @@ def _walk(node: yaml.Node, path: str, lines: dict[str, int], issues: list[SpecIs
             _walk(item, f"{path}.{i}" if path else str(i), lines, issues, file)
 
 
-def _check_tags(node: yaml.Node, file: str, issues: list[SpecIssue], seen: set[int]) -> None:
+def _check_tags(node: yaml.Node, path: str, file: str, issues: list[SpecIssue], paths: dict[int, str]) -> None:
+    """Refuse aliases and non-standard tags; record each node's key path (for constructor errors)."""
     # Aliases would let a few lines expand into gigabytes (the "billion laughs"); cards never need them.
-    if id(node) in seen:
-        issues.append(SpecIssue(file, node.start_mark.line + 1, "", "YAML anchors and aliases are not allowed"))
+    if id(node) in paths:
+        issues.append(SpecIssue(file, node.start_mark.line + 1, path, "YAML anchors and aliases are not allowed"))
         return
-    seen.add(id(node))
+    paths[id(node)] = path
     # Only the standard tags the safe loader resolves by itself; `!!python/object` and friends are refused.
     if node.tag.startswith("tag:yaml.org,2002:python") or not node.tag.startswith("tag:yaml.org,2002:"):
-        issues.append(SpecIssue(file, node.start_mark.line + 1, "", f"YAML tag {node.tag!r} is not allowed"))
+        issues.append(SpecIssue(file, node.start_mark.line + 1, path, f"YAML tag {node.tag!r} is not allowed"))
         return
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
-            _check_tags(k, file, issues, seen)
-            _check_tags(v, file, issues, seen)
+            _check_tags(k, path, file, issues, paths)
+            name = k.value if isinstance(k, yaml.ScalarNode) else "?"
+            _check_tags(v, f"{path}.{name}" if path else name, file, issues, paths)
     elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            _check_tags(item, file, issues, seen)
+        for i, item in enumerate(node.value):
+            _check_tags(item, f"{path}.{i}" if path else str(i), file, issues, paths)
+
+
+class _ConstructError(Exception):
+    """A constructor failure with the node it failed on, so the error can name its line and key."""
+
+    def __init__(self, node: yaml.Node, exc: Exception):
+        self.node, self.exc = node, exc
+
+
+class _PlacedConstructor(yaml.constructor.SafeConstructor):
+    """The safe constructor, but a failure names the node it failed on (`!!bool maybe`, `!!int abc`)."""
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except (_ConstructError, yaml.MarkedYAMLError):
+            raise
+        except Exception as exc:  # pyyaml's scalar constructors raise KeyError, ValueError, AttributeError...
+            raise _ConstructError(node, exc) from None
+
+
+def _check_shape(text: str, file: str) -> None:
+    # the event parser is iterative, so it can measure nesting that would crash the composer, and
+    # stop a 1 MiB list of 500k items early (composing one takes the pure-Python loader half a minute)
+    depth = 0
+    for count, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader)):
+        if count > MAX_EVENTS:
+            raise SpecError([SpecIssue(file, event.start_mark.line + 1, "", f"more than {MAX_EVENTS} YAML values")])
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1
+                raise SpecError([SpecIssue(file, line, "", f"nested more than {MAX_DEPTH} levels deep")])
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 def parse_yaml(text: str, file: str) -> Located:
     """Parse one YAML document with the safe loader; raise SpecError on anything wrong."""
     try:
+        _check_shape(text, file)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise SpecError([SpecIssue(file, line, "", f"YAML syntax error: {problem}")]) from None
+    except yaml.reader.ReaderError as exc:
+        # str(exc) spans lines; keep the reason and turn the character offset into a line
+        line = text[: exc.position].count("\n") + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise SpecError([SpecIssue(file, line, "", f"character U+{code:04X} is not allowed: {exc.reason}")]) from None
     except yaml.YAMLError as exc:
         raise SpecError([SpecIssue(file, None, "", f"YAML error: {exc}")]) from None
     if node is None:
         raise SpecError([SpecIssue(file, 1, "", "the file is empty")])
     issues: list[SpecIssue] = []
-    _check_tags(node, file, issues, set())
+    paths: dict[int, str] = {}
+    _check_tags(node, "", file, issues, paths)
     if issues:
         raise SpecError(issues)
     lines: dict[str, int] = {}
@@ -93,9 +139,17 @@ def parse_yaml(text: str, file: str) -> Located:
     if issues:
         raise SpecError(issues)
     try:
-        value = yaml.constructor.SafeConstructor().construct_document(node)
-    except (yaml.YAMLError, ValueError, OverflowError, TypeError) as exc:
-        raise SpecError([SpecIssue(file, node.start_mark.line + 1, "", f"YAML error: {exc}")]) from None
+        value = _PlacedConstructor().construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        # e.g. `!!omap 3`: point at the value, not the document, and keep the message to one line
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else node.start_mark.line + 1
+        raise SpecError([SpecIssue(file, line, "", f"YAML error: {exc.problem or exc.context}")]) from None
+    except _ConstructError as err:
+        bad = err.node
+        what = f"not a boolean: {err.exc.args[0]!r}" if isinstance(err.exc, KeyError) else str(err.exc)
+        raise SpecError([SpecIssue(file, bad.start_mark.line + 1, paths.get(id(bad), ""),
+                                   f"bad {bad.tag.rpartition(':')[2]} value: {what}")]) from None
     return Located(value, file, lines)
 
 

@@ -120,15 +120,80 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
     )
 
 
-def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_chars: int = 40,
+def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_chars: int = 50,
                    concurrency: int = 8) -> list[BenchResult]:
     """The configurations the README reports: length scaling, barrier vs stream, concurrency."""
     base = Workload(num_requests=max(1, num_requests // 2), text_chars=short_chars, concurrency=1)
     runs = [
-        ("stream, 1x text", base),
-        ("stream, 10x text", replace(base, text_chars=10 * short_chars)),
-        ("barrier, 1x text", replace(base, handoff="barrier")),
-        ("stream, concurrency 1", replace(base, num_requests=num_requests)),
-        (f"stream, concurrency {concurrency}", replace(base, num_requests=num_requests, concurrency=concurrency)),
+        ("stream", base),
+        ("stream-10x", replace(base, text_chars=10 * short_chars)),
+        ("barrier", replace(base, handoff="barrier")),
+        ("concurrency-1", replace(base, num_requests=num_requests)),
+        (f"concurrency-{concurrency}", replace(base, num_requests=num_requests, concurrency=concurrency)),
     ]
     return [run_workload(program, w, label) for label, w in runs]
+
+
+def process_timings(card: str, repeats: int = 3) -> dict[str, float]:
+    """Best-of-`repeats` wall seconds of `omni --help` and of `omni speak` (start to file closed)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    def best(argv: list[str]) -> float:
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    omni = [sys.executable, "-m", "omni_cli.cli"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "bench.wav")
+        return {
+            "help_s": best(omni + ["--help"]),
+            "speak_s": best(omni + ["speak", "--card", card, "-q", "--force", "-o", out,
+                                    "The quick brown fox jumps over the lazy dog."]),
+        }
+
+
+def _by_label(results: list[BenchResult]) -> dict[str, dict[str, Any]]:
+    return {r.label: r.summary() for r in results}
+
+
+def targets(results: list[BenchResult], reference: list[BenchResult] | None,
+            timings: dict[str, float]) -> list[dict[str, Any]]:
+    """Each target of issue 5 as (what, measured, goal, met), computed from this run's figures."""
+    s = _by_label(results)
+    rows = []
+
+    def add(target: str, value: float | None, goal: str, met: bool | None, fmt: str) -> None:
+        rows.append({"target": target, "measured": "-" if value is None else fmt.format(value), "value": value,
+                     "goal": goal, "met": bool(met) if met is not None else False})
+
+    growth = s["stream-10x"]["ttfa_p50_s"] / s["stream"]["ttfa_p50_s"]
+    add("TTFA growth, 10x longer text (stream)", growth, "< 1.5x", growth < 1.5, "{:.2f}x")
+    gain = s["barrier"]["ttfa_p50_s"] / s["stream"]["ttfa_p50_s"]
+    codes = s["barrier"]["audio_s_total"] / s["barrier"]["workload_num_requests"] * 50
+    add(f"TTFA barrier / stream (~{codes:.0f}-code utterances)", gain, ">= 5x", gain >= 5, "{:.1f}x")
+    conc = [k for k in s if k.startswith("concurrency-") and k != "concurrency-1"]
+    if conc:
+        overhead = s[conc[0]]["overhead_us_per_unit"]
+        add(f"scheduler overhead per WorkUnit ({conc[0]})", overhead, "< 30 us", overhead < 30, "{:.1f} us")
+        scale = s[conc[0]]["audio_s_per_wall_s"] / s["concurrency-1"]["audio_s_per_wall_s"]
+        add(f"audio s per wall s, {conc[0]} / concurrency-1", scale, "(no target)", None, "{:.2f}x")
+    if reference:
+        r = _by_label(reference)
+        ttfa = r["generate-concurrency-1"]["ttfa_p50_s"] / s["concurrency-1"]["ttfa_p50_s"]
+        add("TTFA generate / ours (concurrency 1)", ttfa, ">= 5x", ttfa >= 5, "{:.1f}x")
+        if conc:
+            thr = s[conc[0]]["audio_s_per_wall_s"] / r["generate-concurrency-1"]["audio_s_per_wall_s"]
+            add(f"audio s per wall s, ours {conc[0]} / generate", thr, ">= 3x", thr >= 3, "{:.1f}x")
+        same = all(a == b for a, b in zip(r["generate-concurrency-1"].get("digests", []), []))
+        del same
+    if "speak_s" in timings:
+        add("omni speak, process start to file closed", timings["speak_s"], "< 1 s", timings["speak_s"] < 1.0, "{:.2f} s")
+        add("omni --help", timings["help_s"], "< 0.3 s", timings["help_s"] < 0.3, "{:.2f} s")
+    return rows

@@ -1,0 +1,84 @@
+"""`omni bench`: run the standard workloads and print the figures side by side, as ratios."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+HELP = """Measure time to first audio, latency, throughput and scheduler overhead.
+
+Runs the same workloads through one engine in one process — stream vs barrier hand-offs, a text
+and one ten times longer, concurrency 1 vs N — and prints each target as a ratio measured in this
+run. With --reference (an hf card and its --model-path) it also runs Hugging Face `generate` one
+request after another on the same checkpoint and prints our figures beside it.
+
+\b
+  omni bench
+  omni bench --requests 16 --concurrency 8 --json
+  omni bench --card qwen2_5_omni --model-path ./tiny-omni --reference
+"""
+
+
+def bench(
+    card: str = typer.Option("qwen2_5_omni_toy", "--card", help="card name or path"),
+    model_path: Optional[str] = typer.Option(None, "--model-path", help="checkpoint directory (hf cards)"),
+    requests: int = typer.Option(8, "--requests", min=1, max=10_000, help="utterances per configuration"),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, max=1024, help="requests in flight at once"),
+    chars: int = typer.Option(40, "--chars", min=1, max=20_000, help="characters of the short text"),
+    reference: bool = typer.Option(False, "--reference", help="also run HF generate (hf cards only)"),
+    processes: bool = typer.Option(True, "--processes/--no-processes", help="time `omni --help` and `omni speak` as processes"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per line instead of tables"),
+) -> None:
+    from ..api import load
+    from ..engine.bench import process_timings, standard_suite, targets
+
+    settings = {"model_path": model_path} if model_path else None
+    program = load(card, None, settings)
+    results = standard_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency)
+    ref = None
+    if reference:
+        from ..engine.bench import reference_suite
+
+        ref = reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency)
+    timings = process_timings(card) if processes else {}
+    rows = targets(results, ref, timings)
+    if as_json:
+        for r in results + (ref or []):
+            typer.echo(json.dumps(r.summary(), ensure_ascii=False))
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    _render(results + (ref or []), rows)
+
+
+def _render(results, rows) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title="workloads", show_lines=False)
+    for col in ("configuration", "TTFA p50", "TTFA p95", "latency p50", "RTF p50", "audio s / wall s",
+                "WU / s", "overhead µs/WU", "reserved MiB"):
+        table.add_column(col, justify="right" if col != "configuration" else "left")
+    for r in results:
+        s = r.summary()
+        table.add_row(s["label"], _ms(s["ttfa_p50_s"]), _ms(s["ttfa_p95_s"]), _ms(s["latency_p50_s"]),
+                      _num(s["rtf_p50"], 3), _num(s["audio_s_per_wall_s"], 1), _num(s["work_units_per_s"], 0),
+                      _num(s["overhead_us_per_unit"], 1), _num(s["peak_reserved_mib"], 1))
+    console.print(table)
+    goals = Table(title="targets (measured in this run)")
+    for col in ("target", "measured", "goal", "met"):
+        goals.add_column(col)
+    for row in rows:
+        goals.add_row(row["target"], row["measured"], row["goal"], "yes" if row["met"] else "NO")
+    console.print(goals)
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value * 1000:.1f} ms"
+
+
+def _num(value, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

@@ -85,7 +85,8 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "card_huge_num_layers.yaml": (24, "components.vocoder.params.num_layers", "must be at most 16"),
     "card_nan_temperature.yaml": (39, "loops.talker_decode.sampling.temperature", "finite number, got nan"),
     "card_inf_top_p.yaml": (39, "loops.talker_decode.sampling.top_p", "finite number, got inf"),
-    "card_params_heads_mismatch.yaml": (11, "components", "must split into 7 heads"),
+    "card_params_heads_mismatch.yaml": (15, "components.thinker.params.num_heads", "must split d_model 64 into heads of even size"),
+    "card_params_min_above_max_codes.yaml": (20, "components.talker.params.min_codes_per_token", "must not exceed"),
     # the card's parts do not fit together
     "card_backend_import_path.yaml": (17, "components.talker.backend", "expected one of 'numpy' | 'hf'"),
     "card_mixed_backends.yaml": (11, "components", "share one backend"),
@@ -100,6 +101,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "card_three_mistakes.yaml": (32, "loops.thinker_decode.max_tokens", "expected integer, got string"),
     # programs: syntax and encoding
     "program_yaml_syntax_error.yaml": (14, "", "YAML syntax error"),
+    "program_slot_kind_mismatch.yaml": (18, "nodes.7.inputs.0", "but op 'emit_audio' reads the chunks"),
     "program_yaml_syntax_bad_dash.yaml": (11, "", "YAML syntax error"),
     "program_empty.yaml": (1, "", "the file is empty"),
     "program_whitespace_only.yaml": (1, "", "the file is empty"),

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
-
+import sys
 import typer
 
 HELP = """Measure time to first audio, latency, throughput and scheduler overhead.
@@ -23,7 +22,7 @@ request after another on the same checkpoint and prints our figures beside it.
 
 def bench(
     card: str = typer.Option("qwen2_5_omni_toy", "--card", help="card name or path"),
-    model_path: Optional[str] = typer.Option(None, "--model-path", help="checkpoint directory (hf cards)"),
+    model_path: str | None = typer.Option(None, "--model-path", help="checkpoint directory (hf cards)"),
     requests: int = typer.Option(8, "--requests", min=1, max=10_000, help="utterances per configuration"),
     concurrency: int = typer.Option(8, "--concurrency", min=1, max=1024, help="requests in flight at once"),
     chars: int = typer.Option(40, "--chars", min=1, max=20_000, help="characters of the short text"),
@@ -57,7 +56,7 @@ def _render(results, rows) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 140)  # a pipe or file gets the full table
     table = Table(title="workloads", show_lines=False)
     for col in ("configuration", "TTFA p50", "TTFA p95", "latency p50", "RTF p50", "audio s / wall s",
                 "WU / s", "overhead µs/WU", "reserved MiB"):
@@ -72,7 +71,8 @@ def _render(results, rows) -> None:
     for col in ("target", "measured", "goal", "met"):
         goals.add_column(col)
     for row in rows:
-        goals.add_row(row["target"], row["measured"], row["goal"], "yes" if row["met"] else "NO")
+        met = "-" if row["met"] is None else ("yes" if row["met"] else "NO")
+        goals.add_row(row["target"], row["measured"], row["goal"], met)
     console.print(goals)
 
 

@@ -11,7 +11,7 @@ from ..spec import CardSpec, NodeSpec, ProgramSpec, SpeakRequest, SpecError, Spe
 from ..spec.errors import IssueList
 from ..spec.stream import StreamEvent
 from .backends import backend_module, params_schema
-from .ops import OPS, RequestContext
+from .ops import LOOP_SLOTS, OPS, SLOT_KINDS, RequestContext
 
 Loop = ARDecodeLoop | AudioDecodeLoop
 REQUEST_SLOTS = {"text"}  # the program inputs a SpeakRequest fills (see CompiledProgram.wire)
@@ -93,35 +93,12 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
                        f"a request fills only {', '.join(sorted(REQUEST_SLOTS))}, not {slot!r}")
     used_loops: set[str] = set()
     for i, node in enumerate(program.nodes):
-        key = f"nodes.{i}"
         if node.op is not None:
-            op = OPS.get(node.op)
-            if op is None:
-                issues.add(program.line(f"{key}.op"), f"{key}.op", f"unknown op {node.op!r} (known: {', '.join(sorted(OPS))})")
-                continue
-            if len(node.inputs) != op.num_inputs:
-                issues.add(program.line(f"{key}.inputs"), f"{key}.inputs", f"op {op.name!r} takes {op.num_inputs} input(s)")
-            if op.produces != (node.output is not None):
-                what = "needs an `output` slot" if op.produces else "produces nothing (remove `output`)"
-                issues.add(program.line(key), key, f"op {op.name!r} {what}")
-            if node.mode is not None and not op.is_handoff:
-                issues.add(program.line(f"{key}.mode"), f"{key}.mode", f"op {op.name!r} is not a hand-off; `mode` is for hand-offs")
+            _check_op_node(node, f"nodes.{i}", program, issues)
         else:
-            spec = card.loops.get(node.loop)
-            if spec is None:
-                issues.add(program.line(f"{key}.loop"), f"{key}.loop",
-                           f"card {card.model!r} has no loop {node.loop!r} (loops: {', '.join(card.loops)})")
-                continue
-            if node.loop in used_loops:
-                issues.add(program.line(f"{key}.loop"), f"{key}.loop", f"loop {node.loop!r} is already run by another node")
-            used_loops.add(node.loop)
-            if node.inputs != [spec.prompt_slot]:
-                issues.add(program.line(f"{key}.inputs"), f"{key}.inputs",
-                           f"loop {node.loop!r} reads its prompt slot {spec.prompt_slot!r}; inputs must be [{spec.prompt_slot}]")
-            if node.output is None:
-                issues.add(program.line(key), key, "a loop node needs an `output` slot")
-            if node.mode is not None:
-                issues.add(program.line(f"{key}.mode"), f"{key}.mode", "`mode` is for hand-off ops")
+            _check_loop_node(node, f"nodes.{i}", program, card, used_loops, issues)
+    issues.raise_if_any()
+    _check_slot_kinds(program, card, issues)
     issues.raise_if_any()
     components = build_components(card, settings or {})
     order = topological_order(program)
@@ -134,6 +111,59 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
     return CompiledProgram(card, program, components, loops, order)
 
 
+def _check_op_node(node: NodeSpec, key: str, program: ProgramSpec, issues: IssueList) -> None:
+    op = OPS.get(node.op)
+    if op is None:
+        issues.add(program.line(f"{key}.op"), f"{key}.op", f"unknown op {node.op!r} (known: {', '.join(sorted(OPS))})")
+        return
+    if len(node.inputs) != op.num_inputs:
+        issues.add(program.line(f"{key}.inputs"), f"{key}.inputs", f"op {op.name!r} takes {op.num_inputs} input(s)")
+    if op.produces != (node.output is not None):
+        what = "needs an `output` slot" if op.produces else "produces nothing (remove `output`)"
+        issues.add(program.line(key), key, f"op {op.name!r} {what}")
+    if node.mode is not None and not op.is_handoff:
+        issues.add(program.line(f"{key}.mode"), f"{key}.mode", f"op {op.name!r} is not a hand-off; `mode` is for hand-offs")
+
+
+def _check_loop_node(node: NodeSpec, key: str, program: ProgramSpec, card: CardSpec, used: set[str],
+                     issues: IssueList) -> None:
+    spec = card.loops.get(node.loop)
+    if spec is None:
+        issues.add(program.line(f"{key}.loop"), f"{key}.loop",
+                   f"card {card.model!r} has no loop {node.loop!r} (loops: {', '.join(card.loops)})")
+        return
+    if node.loop in used:
+        issues.add(program.line(f"{key}.loop"), f"{key}.loop", f"loop {node.loop!r} is already run by another node")
+    used.add(node.loop)
+    if node.inputs != [spec.prompt_slot]:
+        issues.add(program.line(f"{key}.inputs"), f"{key}.inputs",
+                   f"loop {node.loop!r} reads its prompt slot {spec.prompt_slot!r}; inputs must be [{spec.prompt_slot}]")
+    if node.output is None:
+        issues.add(program.line(key), key, "a loop node needs an `output` slot")
+    if node.mode is not None:
+        issues.add(program.line(f"{key}.mode"), f"{key}.mode", "`mode` is for hand-off ops")
+
+
+def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -> None:
+    """Every input slot holds the kind of value its reader takes (the graph is otherwise valid here)."""
+    kinds = {slot: "text" for slot in program.inputs}
+    index = {id(n): i for i, n in enumerate(program.nodes)}
+    for node in topological_order(program):
+        if node.op is not None:
+            reads, makes, who = OPS[node.op].reads, OPS[node.op].makes, f"op {node.op!r}"
+        else:
+            (reads_one, makes), who = LOOP_SLOTS[card.loops[node.loop].kind], f"loop {node.loop!r}"
+            reads = (reads_one,)
+        for j, (slot, wanted) in enumerate(zip(node.inputs, reads)):
+            have = kinds.get(slot)
+            if have is not None and have != wanted:
+                key = f"nodes.{index[id(node)]}.inputs.{j}"
+                issues.add(program.line(key), key, f"slot {slot!r} holds {SLOT_KINDS[have]}, but {who} "
+                                                   f"reads {SLOT_KINDS[wanted]}")
+        if node.output is not None and makes is not None:
+            kinds[node.output] = makes
+
+
 def component_params(card: CardSpec) -> dict[str, Any]:
     """Each component's `params` checked against its backend's schema; all issues at once."""
     out: dict[str, Any] = {}
@@ -143,10 +173,15 @@ def component_params(card: CardSpec) -> dict[str, Any]:
         if schema is None:
             out[name] = dict(comp.params)
             continue
+        key = f"components.{name}.params"
         try:
-            out[name] = load_dataclass(schema, card.located, key=f"components.{name}.params", value=comp.params)
+            out[name] = load_dataclass(schema, card.located, key=key, value=comp.params)
         except SpecError as exc:
             issues.extend(exc.issues)
+            continue
+        # rules between fields (e.g. heads dividing the width), declared by the schema itself
+        for field_name, message in getattr(out[name], "problems", lambda: [])():
+            issues.append(SpecIssue(card.source, card.line(f"{key}.{field_name}"), f"{key}.{field_name}", message))
     if issues:
         raise SpecError(issues)
     return out

@@ -30,23 +30,43 @@ class RequestContext:
 class Op:
     name: str
     fn: Callable[[RequestContext, list[Any], str], Any]
-    num_inputs: int
-    produces: bool  # has an output slot
+    reads: tuple[str, ...]  # the kind of value each input slot must hold (see SLOT_KINDS)
+    makes: str | None  # the kind of value its output slot holds; None: no output
     is_handoff: bool = False
     doc: str = ""
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.reads)
+
+    @property
+    def produces(self) -> bool:
+        return self.makes is not None
+
+
+# What a slot can hold. Ops and loops declare what they read and make, so the compiler
+# refuses a mis-wired graph (say, emit_audio reading the thinker's tokens) before any request runs.
+SLOT_KINDS = {
+    "text": "the request's text",
+    "ar_feed": "the input of an ar_decode loop",
+    "ar_stream": "the tokens (and states) an ar_decode loop publishes",
+    "codes_feed": "the input of an audio_decode loop",
+    "audio_stream": "the chunks an audio_decode loop publishes",
+}
+LOOP_SLOTS = {"ar_decode": ("ar_feed", "ar_stream"), "audio_decode": ("codes_feed", "audio_stream")}
 
 
 OPS: dict[str, Op] = {}
 
 
-def _op(name: str, *, inputs: int, produces: bool, handoff: bool = False):
+def _op(name: str, *, reads: tuple[str, ...], makes: str | None, handoff: bool = False):
     def register(fn):
-        OPS[name] = Op(name, fn, inputs, produces, handoff, (fn.__doc__ or "").strip())
+        OPS[name] = Op(name, fn, reads, makes, handoff, (fn.__doc__ or "").strip())
         return fn
     return register
 
 
-@_op("tokenize", inputs=1, produces=True)
+@_op("tokenize", reads=("text",), makes="ar_feed")
 def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
     """Text → the thinker's prompt (echo: the text's tokens are forced as the reply)."""
     thinker = ctx.roles["thinker"]
@@ -56,7 +76,7 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
     return ThinkerFeed(prompt, end)
 
 
-@_op("emit_text", inputs=1, produces=False)
+@_op("emit_text", reads=("ar_stream",), makes=None)
 def emit_text(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
     """Stream the thinker's reply as text pieces (whole characters only)."""
     thinker = ctx.roles["thinker"]
@@ -77,19 +97,19 @@ def emit_text(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
     channel.listen(on_item)
 
 
-@_op("thinker_to_talker", inputs=1, produces=True, handoff=True)
+@_op("thinker_to_talker", reads=("ar_stream",), makes="ar_feed", handoff=True)
 def thinker_to_talker(ctx: RequestContext, inputs: list[Any], mode: str) -> TalkerFeed:
     """Full payload: the thinker's tokens and hidden states become the talker's conditioning."""
     return TalkerFeed(ctx.roles["talker"], inputs[0], mode, ctx.voice)
 
 
-@_op("talker_to_vocoder", inputs=1, produces=True, handoff=True)
+@_op("talker_to_vocoder", reads=("ar_stream",), makes="codes_feed", handoff=True)
 def talker_to_vocoder(ctx: RequestContext, inputs: list[Any], mode: str) -> CodesFeed:
     """The talker's codec tokens, special ids stripped, as the vocoder's codes."""
     return CodesFeed(ctx.roles["talker"], inputs[0], mode)
 
 
-@_op("emit_audio", inputs=1, produces=False)
+@_op("emit_audio", reads=("audio_stream",), makes=None)
 def emit_audio(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
     """Stream the vocoder's chunks as audio chunks with their samples."""
     channel: Channel[AudioPiece] = inputs[0]

@@ -1,0 +1,1 @@
+"""The `omni` command line: typer + rich, the only layer that prints."""

@@ -1,0 +1,83 @@
+"""The `omni` app: its commands, and `main()`, which turns every outcome into one line and an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+from typer.core import TyperGroup
+
+from . import bench_cmd, catalog_cmd, speak, trace_cmd
+from .errors import SIGINT_EXIT, USAGE, classify, one_line
+from .report import error_line
+
+HELP = """omni: a step-level runtime for omni speech models (thinker -> talker -> vocoder).
+
+\b
+  omni speak "Hello, world" -o hello.wav
+  omni trace "Hello, world"
+  omni cards list
+
+Every error is one line on stderr; add --debug (anywhere) for the traceback.
+"""
+
+
+class OmniGroup(TyperGroup):
+    """Runs click without its own error printing, so every failure is one `omni: error:` line."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        argv = list(sys.argv[1:] if args is None else args)
+        debug = pop_debug(argv) or os.environ.get("OMNI_DEBUG", "") not in ("", "0")
+        sys.exit(run(super().main, argv, prog_name or "omni", debug, complete_var=complete_var, **extra))
+
+
+def pop_debug(argv: list[str]) -> bool:
+    """Remove `--debug` wherever it is before a `--`."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    found = "--debug" in argv[:end]
+    argv[:] = [a for a in argv[:end] if a != "--debug"] + argv[end:]
+    return found
+
+
+def run(click_main, argv: list[str], prog_name: str, debug: bool, **extra) -> int:
+    try:
+        result = click_main(args=argv, prog_name=prog_name, standalone_mode=False, **extra)
+        return result if isinstance(result, int) else 0
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        error_line("aborted")
+        return 1
+    except KeyboardInterrupt:
+        return SIGINT_EXIT
+    except typer.TyperException as exc:  # click's usage errors: one line, with where to look
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            sys.stderr.write(ctx.get_help() + "\n")
+            return USAGE
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        error_line(one_line(exc.format_message()) + hint)
+        return getattr(exc, "exit_code", USAGE)
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        code, message = classify(exc)
+        error_line(message)
+        return code
+
+
+app = typer.Typer(cls=OmniGroup, help=HELP, rich_markup_mode=None, no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+app.command("speak", help=speak.HELP, no_args_is_help=False)(speak.speak)
+app.add_typer(trace_cmd.app, name="trace")
+app.add_typer(catalog_cmd.cards, name="cards")
+app.add_typer(catalog_cmd.programs, name="programs")
+app.command("bench", help=bench_cmd.HELP)(bench_cmd.bench)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,161 @@
+"""`omni cards list|show|validate` and `omni programs list|show`: what is installed, and is it valid."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from .errors import USAGE
+from .report import error_line
+
+cards = typer.Typer(help="""Model cards: what each deployable model is.
+
+\b
+  omni cards list
+  omni cards show qwen2_5_omni_toy
+  omni cards validate my_card.yaml
+""", no_args_is_help=True, rich_markup_mode=None)
+
+programs = typer.Typer(help="""Programs: the task graph a request runs through.
+
+\b
+  omni programs list
+  omni programs show speak
+""", no_args_is_help=True, rich_markup_mode=None)
+
+NameArg = Annotated[str, typer.Argument(metavar="NAME|PATH", help="A shipped name or a YAML path.")]
+
+
+def columns(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1])
+
+
+@cards.command("list")
+def cards_list() -> None:
+    """List the shipped cards: name, backend, voices, description.
+
+    \b
+      omni cards list
+    """
+    from ..program import list_files, load_card_file
+    from ..spec import SpecError
+
+    rows = [("NAME", "BACKEND", "VOICES", "DESCRIPTION")]
+    for path in list_files("cards"):
+        try:
+            card = load_card_file(str(path))
+        except SpecError as exc:
+            rows.append((path.stem, "?", "?", f"(invalid: {exc}; see `omni cards validate {path.stem}`)"))
+            continue
+        backends = ",".join(sorted({c.backend for c in card.components.values()}))
+        rows.append((path.stem, backends, ",".join(card.voices) or "-", card.description))
+    columns(rows)
+
+
+@cards.command("show")
+def cards_show(name: NameArg) -> None:
+    """Show a card: its file, components, loops, voices, defaults and limits.
+
+    \b
+      omni cards show qwen2_5_omni_toy
+      omni cards show ./my_card.yaml
+    """
+    from ..program import load_card_file, resolve
+
+    path = resolve("cards", name)
+    card = load_card_file(str(path))
+    echo = typer.echo
+    echo(f"{card.model}  ({path})\n  {card.description}")
+    echo(f"sample rate {card.sample_rate} Hz, seed {card.seed}, capabilities: {', '.join(card.capabilities) or '-'}")
+    echo(f"voices: {', '.join(card.voices) or '-'} (default {card.defaults.voice or '-'})")
+    echo(f"defaults: program {card.defaults.program}, mode {card.defaults.mode}")
+    echo("components:")
+    for cname, comp in card.components.items():
+        params = ", ".join(f"{k}={v}" for k, v in comp.params.items())
+        echo(f"  {cname}: {comp.role} on {comp.backend}" + (f" ({params})" if params else ""))
+    echo("loops:")
+    for lname, loop in card.loops.items():
+        extra = f"chunk_codes {loop.chunk_codes}" if loop.kind == "audio_decode" else f"max_tokens {loop.max_tokens}"
+        echo(f"  {lname}: {loop.kind} over {loop.component}, {loop.work_unit} units, prompt {loop.prompt_slot}, {extra}")
+    echo(f"limits: text {card.limits.max_text_chars} chars, memory {card.limits.memory_budget_mib} MiB; "
+         f"batching: max {card.batching.max_batch}")
+
+
+@cards.command("validate")
+def cards_validate(names: Annotated[list[str] | None, typer.Argument(
+        metavar="[NAME|PATH]...", help="Cards to check; default: every shipped card.")] = None) -> None:
+    """Check cards (and their default program) and print every issue as file:line: key: message.
+
+    Exit status 2 if any card has an issue.
+
+    \b
+      omni cards validate
+      omni cards validate my_card.yaml other.yaml
+    """
+    from ..program import component_params, list_files, load_card_file, load_program_file
+    from ..spec import SpecError
+
+    targets = names or [str(p) for p in list_files("cards")]
+    bad = 0
+    for name in targets:
+        issues = []
+        try:
+            card = load_card_file(name)
+            component_params(card)
+            load_program_file(card.defaults.program)
+        except SpecError as exc:
+            issues = exc.issues
+        if issues:
+            bad += 1
+            for issue in issues:
+                sys.stderr.write(f"{issue}\n")
+        else:
+            typer.echo(f"ok {name}")
+    if bad:
+        error_line(f"{bad} of {len(targets)} card{'s' if len(targets) != 1 else ''} invalid")
+        raise typer.Exit(USAGE)
+
+
+@programs.command("list")
+def programs_list() -> None:
+    """List the shipped programs.
+
+    \b
+      omni programs list
+    """
+    from ..program import list_files, load_program_file
+    from ..spec import SpecError
+
+    rows = [("NAME", "REQUIRES", "DESCRIPTION")]
+    for path in list_files("programs"):
+        try:
+            prog = load_program_file(str(path))
+            rows.append((path.stem, ",".join(prog.requires) or "-", prog.description))
+        except SpecError as exc:
+            rows.append((path.stem, "?", f"(invalid: {exc})"))
+    columns(rows)
+
+
+@programs.command("show")
+def programs_show(name: NameArg) -> None:
+    """Show a program's nodes in run order: op or loop, inputs -> output, hand-off mode.
+
+    \b
+      omni programs show speak
+    """
+    from ..program import load_program_file, resolve
+    from ..spec import topological_order
+
+    path = resolve("programs", name)
+    prog = load_program_file(str(path))
+    typer.echo(f"{prog.program}  ({path})\n  {prog.description}")
+    typer.echo(f"inputs: {', '.join(prog.inputs)}; requires: {', '.join(prog.requires) or '-'}")
+    for node in topological_order(prog):
+        what = f"op {node.op}" if node.op else f"loop {node.loop}"
+        flow = f"{', '.join(node.inputs) or '-'} -> {node.output or '-'}"
+        mode = f"  [{node.mode}]" if node.mode else ""
+        typer.echo(f"  {node.id:<18} {what:<24} {flow}{mode}")

@@ -1,0 +1,124 @@
+"""Where utterances come from: one TEXT argument, or stdin lines read as they arrive."""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from .errors import CliError
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int  # 1-based line number in the input (empty lines count)
+    text: str
+
+
+class LineSource:
+    """Utterances in order; `get(timeout)` returns a Line, None (nothing yet) or raises StopIteration at the end.
+
+    A bad line (not UTF-8) ends the input there: `error` then holds a CliError naming the line.
+    """
+
+    def __init__(self, is_stream: bool) -> None:
+        self.is_stream = is_stream  # lines of stdin (errors name the line), not one TEXT argument
+        self._queue: queue.Queue = queue.Queue()
+        self.error: CliError | None = None
+        self.is_done = False
+        self._stopped = False
+
+    def get(self, timeout: float | None = 0.0) -> Line | None:
+        if self.is_done:
+            raise StopIteration
+        try:
+            item = self._queue.get(timeout=timeout) if timeout else self._queue.get_nowait()
+        except queue.Empty:
+            return None
+        if isinstance(item, Line):
+            return item
+        self.is_done = True
+        if isinstance(item, CliError):
+            self.error = item
+        raise StopIteration
+
+    @property
+    def is_stopped(self) -> bool:
+        return self._stopped
+
+    def stop(self) -> None:
+        """Take no more lines (a signal arrived); what is still unread is dropped."""
+        self._stopped = True
+        self.is_done = True
+
+    def _put(self, item) -> None:
+        if not self._stopped:
+            self._queue.put(item)
+
+
+def text_source(text: str) -> LineSource:
+    source = LineSource(is_stream=False)
+    source._put(Line(1, text))
+    source._put(None)
+    return source
+
+
+def stdin_source(stream: BinaryIO) -> LineSource:
+    """Read `stream` on a thread, a line at a time, so utterances start while later lines are unwritten."""
+    source = LineSource(is_stream=True)
+    thread = threading.Thread(target=_read_lines, args=(stream, source), name="omni-stdin", daemon=True)
+    thread.start()
+    return source
+
+
+def _chunks(stream: BinaryIO):
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    while True:
+        # os.read on the descriptor: a daemon thread blocked in a buffered read would hold its lock
+        # at interpreter exit (a fatal error); a raw read holds nothing
+        data = os.read(fd, 1 << 16) if fd is not None else stream.read1(1 << 16)
+        if not data:
+            return
+        yield data
+
+
+def _read_lines(stream: BinaryIO, source: LineSource) -> None:
+    number = 0
+    pending = b""
+    try:
+        for data in _chunks(stream):
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                number += 1
+                if not _offer(source, number, raw):
+                    return
+        if pending:
+            _offer(source, number + 1, pending)
+    except OSError as exc:
+        source._put(CliError(f"cannot read stdin: {exc.strerror or exc}", 1))
+        return
+    source._put(None)
+
+
+def _offer(source: LineSource, number: int, raw: bytes) -> bool:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start]
+        source._put(CliError(f"stdin line {number} is not UTF-8 (byte 0x{byte:02x} at column {exc.start + 1})"))
+        return False
+    text = text.removesuffix("\r").removeprefix("\ufeff") if number == 1 else text.removesuffix("\r")
+    if text.strip():
+        source._put(Line(number, text))
+    return True
+
+
+def check_text(text: str) -> None:
+    if not text.strip():
+        raise CliError("text is empty (nothing to speak); pass TEXT, or `-` to read lines from stdin")

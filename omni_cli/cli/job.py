@@ -1,0 +1,81 @@
+"""One `speak`-style run put together: engine, outputs, trace file, view, then the runner."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CliError
+from .inputs import check_text, stdin_source, text_source
+from .live import RunView, make_view
+from .outputs import OutputPlan, Router, isatty
+from .runner import Outcome, run_utterances
+from .session import ModelOptions, check_voice, open_engine
+from .tracefile import TraceWriter, run_record
+
+
+@dataclass
+class SpeakJob:
+    text: str | None  # None: stdin lines
+    model: ModelOptions
+    request: dict[str, Any]  # seed, max_tokens, voice, mode, handoff
+    plan: OutputPlan
+    concurrency: int = 4
+    trace_path: str | None = None
+    quiet: bool = False
+    verbose: bool = False
+    subscribers: list[Callable] = field(default_factory=list)  # more trace-event listeners (omni trace)
+
+
+def resolve_text(text: str | None) -> str | None:
+    """TEXT as given; `-`, or no TEXT with stdin not a terminal, means stdin lines (None)."""
+    if text == "-":
+        return None
+    if text is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise CliError("no text given: pass TEXT, or `-` (or a pipe) to speak stdin lines")
+        return None
+    check_text(text)
+    return text
+
+
+def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None) -> tuple[Outcome, Router, RunView]:
+    from ..spec import clean_text
+
+    engine = open_engine(job.model)
+    check_voice(engine, job.request.get("voice"))
+    if job.text is not None:  # a bad TEXT fails before any file is created
+        clean_text(job.text, engine.program.card.limits.max_text_chars)
+    view = view_factory(engine) if view_factory else make_view(engine, sys.stderr, quiet=job.quiet,
+                                                               verbose=job.verbose)
+    defer = not job.quiet and hasattr(view, "console") and isatty(sys.stdout)  # the live view owns the terminal
+    router = Router(job.plan, engine.sample_rate, sys.stdout.buffer, sys.stdout, defer_text=defer)
+    trace = TraceWriter(job.trace_path, job.plan.force) if job.trace_path else None
+    try:
+        router.open()
+        if trace is not None:
+            trace.write(run_record(engine, job.model.card, job.model.program, job.model.settings, job.request))
+            engine.subscribe(trace)
+        engine.subscribe(view.on_trace)
+        for fn in job.subscribers:
+            engine.subscribe(fn)
+        source = text_source(job.text) if job.text is not None else stdin_source(sys.stdin.buffer)
+        on_utterance = trace.utterance if trace is not None else None
+        outcome = run_utterances(engine, source, router, view, job.request, job.concurrency, on_utterance)
+    finally:
+        if trace is not None:
+            trace.close()
+    return outcome, router, view
+
+
+def destination(plan: OutputPlan) -> str | None:
+    if plan.kind == "dir":
+        return f"{plan.path}/ (0001.{plan.format}, …)"
+    if plan.kind == "file":
+        return str(plan.path)
+    if plan.kind == "stdout":
+        return "stdout"
+    return None
+

@@ -1,0 +1,62 @@
+"""Options shared by the commands that run the model (`speak`, `trace`), as typer annotations."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+MODEL = "Model"
+REQUEST = "Request"
+OUTPUT = "Output"
+DISPLAY = "Display"
+
+
+class Mode(str, Enum):
+    echo = "echo"
+    chat = "chat"
+
+
+class Handoff(str, Enum):
+    stream = "stream"
+    barrier = "barrier"
+
+
+class Policy(str, Enum):
+    latency_first = "latency-first"
+    round_robin = "round-robin"
+
+
+class Format(str, Enum):
+    wav = "wav"
+    raw = "raw"
+    flac = "flac"
+
+
+Card = Annotated[str, typer.Option("--card", "-c", metavar="NAME|PATH", rich_help_panel=MODEL,
+                                   help="Model card: a shipped name (`omni cards list`) or a YAML path.")]
+Program = Annotated[str | None, typer.Option("--program", "-p", metavar="NAME|PATH", rich_help_panel=MODEL,
+                                                help="Program (task graph); default: the card's.")]
+ModelPath = Annotated[str | None, typer.Option("--model-path", metavar="DIR", rich_help_panel=MODEL,
+                                                  help="Checkpoint directory (hf cards only).")]
+Dtype = Annotated[str | None, typer.Option("--dtype", rich_help_panel=MODEL,
+                                              help="Weights dtype, e.g. float32, bfloat16 (hf cards only).")]
+Device = Annotated[str | None, typer.Option("--device", rich_help_panel=MODEL,
+                                               help="Device, e.g. cpu, cuda (hf cards only).")]
+Policy_ = Annotated[Policy, typer.Option("--policy", rich_help_panel=MODEL, help="Scheduling policy.")]
+Seed = Annotated[int, typer.Option("--seed", "-s", min=0, max=2**32 - 1, rich_help_panel=REQUEST,
+                                   help="Sampling seed: same seed, same audio.")]
+MaxTokens = Annotated[int | None, typer.Option("--max-tokens", min=1, rich_help_panel=REQUEST,
+                                                  help="Cap on the thinker's tokens per utterance.")]
+Voice = Annotated[str | None, typer.Option("--voice", rich_help_panel=REQUEST,
+                                              help="Voice; default: the card's (`omni cards show`).")]
+Mode_ = Annotated[Mode | None, typer.Option("--mode", rich_help_panel=REQUEST,
+                                               help="echo: speak the text; chat: speak a reply. Default: the card's.")]
+Handoff_ = Annotated[Handoff | None, typer.Option("--handoff", rich_help_panel=REQUEST,
+                                                     help="Stage hand-off; default: as the program says.")]
+Trace = Annotated[str | None, typer.Option("--trace", metavar="FILE", rich_help_panel=OUTPUT,
+                                              help="Write a JSON Lines trace: a run record, then one record per "
+                                                   "WorkUnit and request phase, flushed as the run goes.")]
+Force = Annotated[bool, typer.Option("--force", "-f", rich_help_panel=OUTPUT,
+                                     help="Overwrite existing output files (without it, omni refuses).")]

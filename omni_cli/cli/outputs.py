@@ -1,0 +1,228 @@
+"""Routing a run's outputs: audio to a file, a directory or stdout; text or JSON to stdout."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from .errors import USAGE, CliError
+
+NUMBERED = re.compile(r"^\d{4,}\.(wav|raw|flac)$")
+
+
+@dataclass
+class OutputPlan:
+    kind: str  # none | file | stdout | dir
+    path: Path | None = None
+    format: str | None = None  # wav | raw | flac; None: from the file's suffix
+    force: bool = False
+    as_json: bool = False
+    stdout_free: bool = True  # False: stdout belongs to something else (a timeline); print no text or JSON
+
+    @property
+    def audio_on_stdout(self) -> bool:
+        return self.kind == "stdout"
+
+
+def plan_outputs(output: str | None, out_dir: str | None, fmt: str | None, force: bool, as_json: bool) -> OutputPlan:
+    """Check the output options against each other; nothing is opened yet."""
+    if output is not None and out_dir is not None:
+        raise CliError("-o and --out-dir: give one (`-o DIR/` is the same as `--out-dir DIR`)")
+    if out_dir is not None or (output is not None and output != "-" and (output.endswith(("/", "\\"))
+                                                                         or Path(output).is_dir())):
+        return OutputPlan("dir", Path(out_dir or output), fmt or "wav", force, as_json)
+    if output == "-":
+        if as_json:
+            raise CliError("--json: stdout carries the audio with `-o -`; write audio to a file to get JSON")
+        if fmt == "flac":
+            raise CliError("--format flac needs a file (its header is written at the end); use wav or raw for `-o -`")
+        return OutputPlan("stdout", None, fmt or "wav", force, False)
+    if output is None:
+        return OutputPlan("none", None, None, force, as_json)
+    from ..audio import SUFFIX_FORMATS
+
+    path = Path(output)
+    if fmt is None and not path.suffix and path.exists() and not path.is_file():
+        fmt = "wav"  # a device such as /dev/null
+    if fmt is None and path.suffix.lower() not in SUFFIX_FORMATS:
+        raise CliError(f"-o {output}: unknown audio suffix {Path(output).suffix or '(none)'!r} "
+                       f"(use {', '.join(SUFFIX_FORMATS)}, or --format)")
+    return OutputPlan("file", path, fmt, force, as_json)
+
+
+@dataclass
+class Utterance:
+    index: int  # 1-based, in input order: the nth non-empty line
+    line: int
+    text: str
+    request_id: str = ""
+    path: str | None = None
+    num_samples: int = 0
+    reply: list[str] = field(default_factory=list)
+    status: str = "queued"
+    error: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def record(self, sample_rate: int) -> dict[str, Any]:
+        """The `--json` object for this utterance."""
+        m = self.metrics
+        return {"index": self.index, "line": self.line, "text": self.text, "reply": "".join(self.reply),
+                "path": self.path, "status": self.status, "duration_s": self.num_samples / sample_rate,
+                "num_samples": self.num_samples, "ttfa_s": m.get("ttfa_s"), "latency_s": m.get("latency_s"),
+                "work_units": m.get("work_units", {}), "error": self.error}
+
+
+class Sequencer:
+    """Runs each utterance's actions on a shared sink in input order: later ones wait for earlier ones."""
+
+    def __init__(self) -> None:
+        self._head = 1
+        self._held: dict[int, list[Callable[[], None]]] = {}
+        self._finished: set[int] = set()
+
+    def run(self, index: int, action: Callable[[], None]) -> None:
+        if index == self._head:
+            action()
+        else:
+            self._held.setdefault(index, []).append(action)
+
+    def finish(self, index: int) -> None:
+        self._finished.add(index)
+        while self._head in self._finished:
+            self._finished.discard(self._head)
+            self._head += 1
+            for action in self._held.pop(self._head, []):
+                action()
+
+
+class Router:
+    """Sends each utterance's text and audio where the plan says, as they stream."""
+
+    def __init__(self, plan: OutputPlan, sample_rate: int, stdout: BinaryIO, text_out: TextIO,
+                 defer_text: bool = False):
+        self.plan = plan
+        self.sample_rate = sample_rate
+        self._stdout = stdout
+        self._text_out = text_out
+        self._defer_text = defer_text  # the live view owns the terminal: print text once it is gone
+        self._deferred: list[str] = []
+        self._shared = None  # the one writer of `-o FILE` and `-o -`
+        self._own: dict[int, Any] = {}  # dir mode: a writer per utterance
+        self._audio_seq = Sequencer()
+        self._stdout_seq = Sequencer()
+        self.samples_written = 0
+
+    @property
+    def prints_text(self) -> bool:
+        return self.plan.stdout_free and not self.plan.audio_on_stdout and not self.plan.as_json
+
+    def open(self) -> None:
+        """Open what can be opened now, so a bad path fails before the model runs."""
+        from ..audio import open_audio_output
+
+        plan = self.plan
+        if plan.kind == "file":
+            refuse_existing(plan.path, plan.force)
+            self._shared = open_audio_output(plan.path, self.sample_rate, plan.format)
+        elif plan.kind == "stdout":
+            if isatty(self._stdout):
+                raise CliError("-o -: stdout is a terminal; pipe the audio (`| aplay`) or use -o FILE", USAGE)
+            self._shared = open_audio_output(self._stdout, self.sample_rate, plan.format)
+        elif plan.kind == "dir":
+            make_dir(plan.path)
+            if not plan.force:
+                taken = sorted(p.name for p in plan.path.iterdir() if NUMBERED.match(p.name))
+                if taken:
+                    raise CliError(f"{plan.path} already holds {taken[0]}{' …' if len(taken) > 1 else ''}; "
+                                   "pass --force to overwrite", USAGE)
+
+    def begin(self, utt: Utterance) -> None:
+        plan = self.plan
+        if plan.kind == "dir":
+            from ..audio import open_audio_output
+
+            path = plan.path / f"{utt.index:04d}.{plan.format}"
+            self._own[utt.index] = open_audio_output(path, self.sample_rate, plan.format)
+            utt.path = str(path)
+        elif plan.kind == "file":
+            utt.path = str(plan.path)
+        elif plan.kind == "stdout":
+            utt.path = "-"
+
+    def text(self, utt: Utterance, piece: str) -> None:
+        utt.reply.append(piece)
+        if self.prints_text and not self._defer_text:
+            self._stdout_seq.run(utt.index, lambda: self._print(piece))
+
+    def audio(self, utt: Utterance, samples) -> None:
+        utt.num_samples += int(samples.shape[0])
+        writer = self._own.get(utt.index)
+        if writer is not None:
+            self._write(writer, samples)
+        elif self._shared is not None:
+            self._audio_seq.run(utt.index, lambda: self._write(self._shared, samples))
+
+    def done(self, utt: Utterance) -> None:
+        writer = self._own.pop(utt.index, None)
+        if writer is not None:
+            writer.close()
+        self._audio_seq.finish(utt.index)
+        if self.plan.as_json and self.plan.stdout_free and not self.plan.audio_on_stdout:
+            line = json.dumps(utt.record(self.sample_rate), ensure_ascii=False)
+            self._stdout_seq.run(utt.index, lambda: self._print(line + "\n"))
+        elif self.prints_text:
+            if self._defer_text:
+                self._deferred.append("".join(utt.reply))
+            else:
+                self._stdout_seq.run(utt.index, lambda: self._print("\n"))
+        self._stdout_seq.finish(utt.index)
+
+    def flush_deferred(self) -> None:
+        for text in self._deferred:
+            self._print(text + "\n")
+        self._deferred.clear()
+
+    def close(self) -> None:
+        """Close every writer (files stay valid: their headers are current after each chunk)."""
+        writers = [*self._own.values(), *([self._shared] if self._shared is not None else [])]
+        self._own.clear()
+        self._shared = None
+        first: BaseException | None = None
+        for writer in writers:
+            try:
+                writer.close()
+            except Exception as exc:  # close every one; report the first failure
+                first = first or exc
+        if first is not None:
+            raise first
+
+    def _write(self, writer, samples) -> None:
+        writer.write(samples)
+        self.samples_written += int(samples.shape[0])
+
+    def _print(self, text: str) -> None:
+        self._text_out.write(text)
+        self._text_out.flush()
+
+
+def refuse_existing(path: Path, force: bool) -> None:
+    if not force and path.is_file():  # devices (/dev/null) and pipes are not files to keep
+        raise CliError(f"{path} exists; pass --force to overwrite it", USAGE)
+
+
+def make_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create {path}: {exc.strerror or exc}", 1) from exc
+
+
+def isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

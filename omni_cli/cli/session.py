@@ -1,0 +1,42 @@
+"""Build an engine from the model options: card, program, backend settings, policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CliError
+
+BACKEND_SETTINGS = {"model_path": "--model-path", "dtype": "--dtype", "device": "--device"}
+SETTINGS_BACKENDS = {"hf"}  # backends that take the settings above
+
+
+@dataclass
+class ModelOptions:
+    card: str
+    program: str | None = None
+    policy: str = "latency-first"
+    settings: dict[str, Any] = field(default_factory=dict)  # model_path, dtype, device; None = unset
+
+
+def open_engine(options: ModelOptions):
+    """Compile the card and program and start an engine. Raises SpecError / CliError for bad input."""
+    from ..engine import Engine
+    from ..program import compile_program, load_card_file, load_program_file
+
+    card = load_card_file(options.card)
+    given = {k: v for k, v in options.settings.items() if v is not None}
+    backends = sorted({c.backend for c in card.components.values()})
+    if given and not SETTINGS_BACKENDS.intersection(backends):
+        flags = ", ".join(BACKEND_SETTINGS[k] for k in given)
+        raise CliError(f"{flags}: only for cards on the hf backend; card {card.model!r} runs on {', '.join(backends)}")
+    program = load_program_file(options.program or card.defaults.program)
+    compiled = compile_program(card, program, given)
+    return Engine(compiled, policy=options.policy)
+
+
+def check_voice(engine, voice: str | None) -> None:
+    """Fail before any output is opened, not at the first request."""
+    known = engine.program.voices()
+    if voice is not None and voice not in known:
+        raise CliError(f"--voice: unknown voice {voice!r} (known: {', '.join(known) or 'none'})")

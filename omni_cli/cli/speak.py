@@ -1,0 +1,76 @@
+"""`omni speak`: text (or stdin lines) to speech, streamed to a WAV file, a directory or stdout."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from . import options as o
+from .report import exit_with
+
+HELP = """Speak TEXT (or stdin lines) through thinker -> talker -> vocoder, writing audio as it is made.
+
+\b
+  omni speak "Hello, world" -o hello.wav
+  printf 'One.\\nTwo.\\n' | omni speak - -o out/ --json
+  omni speak "Hello" -o - | aplay          # streaming WAV to a pipe
+
+\b
+Input: TEXT, or `-` (or no TEXT with a pipe on stdin): one utterance per non-empty
+line, each started as soon as its line arrives.
+\b
+Output: `-o FILE` (.wav, .flac, .raw): the WAV header is valid after every chunk,
+so a reader mid-run, or a killed run, sees every sample so far; several lines go
+into the one file in input order. `-o DIR/` or `--out-dir DIR`: one file per
+utterance, DIR/0001.wav for the first non-empty line, 0002.wav for the next.
+`-o -`: audio on stdout, a WAV with an unknown-length header, or with
+`--format raw` headerless s16le mono 24 kHz PCM:
+  omni speak "Hi" -o - --format raw | aplay -f S16_LE -r 24000 -c 1
+  omni speak "Hi" -o - --format raw | sox -t raw -r 24000 -e signed -b 16 -c 1 - out.wav
+Existing files are not overwritten without --force. Without -o the audio is not kept.
+\b
+Stdout carries the audio with `-o -`; otherwise the thinker's text, or with --json
+one JSON object per utterance (text, path, duration_s, ttfa_s, work_units, status).
+The live view and errors go to stderr. A closed stdout pipe exits quietly with 141.
+\b
+Exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 130 SIGINT, 141 stdout
+closed, 143 SIGTERM. On SIGINT/SIGTERM every file is finalized with the audio so far.
+"""
+
+
+def speak(
+    text: Annotated[str | None, typer.Argument(help="What to say; `-` reads one utterance per stdin line.")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE|DIR/|-", rich_help_panel=o.OUTPUT,
+                                                  help="Audio file, directory (one file per line), or - for stdout.")] = None,
+    out_dir: Annotated[str | None, typer.Option("--out-dir", metavar="DIR", rich_help_panel=o.OUTPUT,
+                                                   help="One file per utterance: DIR/0001.wav, DIR/0002.wav, …")] = None,
+    fmt: Annotated[o.Format | None, typer.Option("--format", rich_help_panel=o.OUTPUT,
+                                                    help="Audio format; default: from the suffix, wav for - and DIR.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", rich_help_panel=o.OUTPUT,
+                                          help="One JSON object per utterance on stdout.")] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, max=256, rich_help_panel=o.REQUEST,
+                                             help="Utterances in the engine at once.")] = 4,
+    trace: o.Trace = None, force: o.Force = False,
+    card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
+    model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
+    handoff: o.Handoff_ = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel=o.DISPLAY,
+                                          help="Without a TTY: one stderr line per WorkUnit.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
+                                        help="Nothing on stderr but errors.")] = False,
+) -> None:
+    from .job import SpeakJob, destination, resolve_text, run_job
+    from .outputs import plan_outputs
+    from .session import ModelOptions
+
+    plan = plan_outputs(output, out_dir, fmt.value if fmt else None, force, as_json)
+    model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device})
+    request = {"seed": seed, "max_tokens": max_tokens, "voice": voice,
+               "mode": mode.value if mode else None, "handoff": handoff.value if handoff else None}
+    job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose)
+    outcome, _, view = run_job(job)
+    if outcome.utterances:
+        view.summary(outcome.utterances, destination(plan))
+    exit_with(outcome)

@@ -31,6 +31,14 @@ class EngineStats:
         return (self.tick_s - self.component_s) / self.work_units if self.work_units else 0.0
 
 
+def _try(fn, *args) -> Exception | None:
+    try:
+        fn(*args)
+    except Exception as exc:
+        return exc
+    return None
+
+
 def one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if isinstance(exc, (ValueError, RuntimeError, OSError)) else f"{type(exc).__name__}: {text}"
@@ -212,12 +220,19 @@ class Engine:
             self.stats.component_s += dur
             self.budget.release(need)
         self.stats.batched_calls += 1
-        for entry, output in zip(live, outputs):
-            r, loop, plan = entry.request, entry.loop, entry.plan
-            try:
-                loop.advance(entry.state, plan, output)
-            except Exception as exc:
-                self._fail(r, f"{loop.loop_id}: {one_line(exc)}")
+        loop = live[0].loop
+        items = [(e.state, e.plan, o) for e, o in zip(live, outputs)]
+        try:
+            if hasattr(loop, "advance_many"):
+                errors = loop.advance_many(items)
+            else:
+                errors = [_try(loop.advance, *item) for item in items]
+        except Exception as exc:  # the batch's shared part (e.g. sampling) broke: fail each of its requests
+            errors = [exc] * len(items)
+        for entry, error in zip(live, errors):
+            r, plan = entry.request, entry.plan
+            if error is not None:
+                self._fail(r, f"{loop.loop_id}: {one_line(error)}")
                 continue
             r.units[loop.loop_id] += 1
             self.stats.work_units += 1

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARModel, ARStepInput, ARStepOutput
-from ..spec.card import LoopSpec, SamplingSpec
+from ..spec.card import LoopSpec
 from .base import DONE, Done, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from .channel import ARChannel
 from .feeds import ARFeed
@@ -25,7 +25,6 @@ class ARState(LoopState):
     out: ARChannel | None = None
     cache: Any = None
     rng: np.random.Generator | None = None
-    sampler: Sampler | None = None
     max_tokens: int = 0
     positions: int = 0  # positions in the cache
     max_positions: int = 0  # most positions this request can reach (sizes the admission)
@@ -45,8 +44,7 @@ class ARDecodeLoop:
         self.stage = stage
         self.sampler = Sampler(spec.sampling, component.suppress_token_ids, component.eos_token_ids)
 
-    def init(self, request_id: str, feed: ARFeed, out: ARChannel, *, seed: int,
-             max_tokens: int | None = None, sampling: SamplingSpec | None = None) -> ARState:
+    def init(self, request_id: str, feed: ARFeed, out: ARChannel, *, seed: int, max_tokens: int | None = None) -> ARState:
         limit = self.spec.max_tokens if max_tokens is None else min(max_tokens, self.spec.max_tokens)
         _, feed_max = feed.bounds()
         out.prompt_positions = feed.prefill_hint()  # replaced by the real count after the prefill
@@ -58,8 +56,6 @@ class ARDecodeLoop:
             cache=self.component.new_cache(),
             # one stream of random numbers per request and loop: interleaving cannot change it
             rng=np.random.default_rng([seed, self.stage]),
-            sampler=self.sampler if sampling is None else Sampler(sampling, self.component.suppress_token_ids,
-                                                                  self.component.eos_token_ids),
             max_tokens=limit,
             max_positions=positions, resident_bytes=self.component.cache_bytes(positions),
             prefill_positions=min(feed.prefill_hint(), positions),
@@ -95,16 +91,39 @@ class ARDecodeLoop:
                         self.component.step_bytes(1, state.positions + 1), inputs, forced_token=feed.forced_token)
 
     def advance(self, state: ARState, plan: WorkPlan, output: ARStepOutput) -> ARState:
+        (error,) = self.advance_many([(state, plan, output)])
+        if error is not None:
+            raise error
+        return state
+
+    def advance_many(self, items: list[tuple[ARState, WorkPlan, ARStepOutput]]) -> list[Exception | None]:
+        """Advance a batch; the tokens it samples are chosen in one vectorised call (same numbers as alone)."""
+        for state, plan, _ in items:
+            if state.step == 0:  # the prompt counts for the repetition penalty
+                state.out.prompt_positions = len(plan.inputs.token_ids)
+                state.history.extend(plan.inputs.token_ids)
+        tokens = [plan.forced_token for _, plan, _ in items]
+        sampled = [i for i, t in enumerate(tokens) if t is None]
+        if sampled:
+            chosen = self.sampler.choose_many(
+                [items[i][2].logits for i in sampled], [items[i][0].rng for i in sampled],
+                [items[i][0].history for i in sampled],
+                [len(items[i][0].tokens) >= items[i][0].feed.bounds()[0] for i in sampled])
+            for i, token in zip(sampled, chosen):
+                tokens[i] = token
+        errors: list[Exception | None] = []
+        for (state, plan, output), token in zip(items, tokens):
+            try:
+                self._fold(state, plan, output, token)
+                errors.append(None)
+            except Exception as exc:  # one request's broken listener must not stop the others
+                errors.append(exc)
+        return errors
+
+    def _fold(self, state: ARState, plan: WorkPlan, output: ARStepOutput, token: int) -> None:
         consumed = plan.inputs.token_ids
-        lowest, most = state.feed.bounds()
+        _, most = state.feed.bounds()
         most = state.max_tokens if most is None else min(most, state.max_tokens)
-        if state.step == 0:
-            state.out.prompt_positions = len(consumed)
-            state.history.extend(consumed)
-        if plan.forced_token is not None:
-            token = plan.forced_token
-        else:
-            token = state.sampler.choose(output.logits, state.rng, state.history, len(state.tokens) >= lowest)
         state.positions += len(consumed)
         state.tokens.append(token)
         state.history.append(token)
@@ -116,7 +135,6 @@ class ARDecodeLoop:
             self._finish(state, "max_tokens")
         elif state.positions + 1 >= self.component.max_positions:
             self._finish(state, "max_positions")
-        return state
 
     def _finish(self, state: ARState, reason: str) -> None:
         state.status = LoopStatus.FINISHED

@@ -40,21 +40,32 @@ class Sampler:
         return self._masks[key]
 
     def choose(self, logits: np.ndarray, rng: np.random.Generator, history: Sequence[int], allow_eos: bool) -> int:
+        return self.choose_many([logits], [rng], [history], [allow_eos])[0]
+
+    def choose_many(self, logits: Sequence[np.ndarray], rngs: Sequence[np.random.Generator],
+                    histories: Sequence[Sequence[int]], allow_eos: Sequence[bool]) -> list[int]:
+        """One token per row. Every step is row-wise, so a row's token does not depend on its batch-mates."""
         p = self.params
-        scores = apply_repetition_penalty(np.asarray(logits, dtype=np.float32), history, p.repetition_penalty)
-        mask = self._mask(scores.shape[0], allow_eos)
+        rows = [apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, p.repetition_penalty)
+                for x, h in zip(logits, histories)]
+        scores = rows[0][None] if len(rows) == 1 else np.stack(rows)
+        size = scores.shape[1]
+        masks = np.stack([self._mask(size, a) for a in allow_eos]) if len(set(allow_eos)) > 1 else self._mask(size, allow_eos[0])
         if p.temperature == 0.0:
-            return int(np.argmax(scores + mask))  # first maximum, as torch.argmax
-        z = scores * (1.0 / p.temperature) + mask  # float64: the mask is
-        if 0 < p.top_k < z.shape[0]:
-            z[z < np.partition(z, -p.top_k)[-p.top_k]] = -np.inf
-        probs = np.exp(z - z.max())
+            return np.argmax(scores + masks, axis=1).tolist()  # first maximum, as torch.argmax
+        z = scores * (1.0 / p.temperature) + masks  # float64: the masks are
+        if 0 < p.top_k < size:
+            kth = np.partition(z, -p.top_k, axis=1)[:, -p.top_k:-p.top_k + 1 or None]
+            z = np.where(z < kth, -np.inf, z)
+        probs = np.exp(z - z.max(axis=1, keepdims=True))
         if p.top_p < 1.0:
-            probs /= probs.sum()
-            order = np.argsort(-probs, kind="stable")
-            # keep the smallest prefix whose mass reaches top_p (always at least one token)
-            cut = int(np.searchsorted(np.cumsum(probs[order]), p.top_p)) + 1
-            probs[order[cut:]] = 0.0
-        cumulative = np.cumsum(probs)
-        # scaling by the total keeps u below it, so the chosen bin always has mass
-        return int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
+            for row in probs:
+                row /= row.sum()
+                order = np.argsort(-row, kind="stable")
+                # keep the smallest prefix whose mass reaches top_p (always at least one token)
+                cut = int(np.searchsorted(np.cumsum(row[order]), p.top_p)) + 1
+                row[order[cut:]] = 0.0
+        cumulative = np.cumsum(probs, axis=1)
+        # scaling by each row's total keeps u below it, so the chosen bin always has mass
+        u = np.array([rng.random() for rng in rngs]) * cumulative[:, -1]
+        return np.sum(cumulative <= u[:, None], axis=1).tolist()  # = searchsorted(side="right")

@@ -1,5 +1,5 @@
 """`python -m omni_cli.cli`: the same as the `omni` script."""
 
-from .app import main
+from .entry import main
 
 main()

@@ -1,4 +1,4 @@
-"""`omni cards list|show|validate` and `omni programs list|show`: what is installed, and is it valid."""
+"""`omni cards list|show|validate` and `omni programs list|show|validate`: what is installed, and is it valid."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ programs = typer.Typer(help="""Programs: the task graph a request runs through.
 \b
   omni programs list
   omni programs show speak
+  omni programs validate my_program.yaml
 """, no_args_is_help=True, rich_markup_mode=None)
 
 NameArg = Annotated[str, typer.Argument(metavar="NAME|PATH", help="A shipped name or a YAML path.")]
@@ -96,28 +97,52 @@ def cards_validate(names: Annotated[list[str] | None, typer.Argument(
       omni cards validate
       omni cards validate my_card.yaml other.yaml
     """
-    from ..program import component_params, list_files, load_card_file, load_program_file
+    from ..program import check_program, list_files, load_card_file, load_program_file
+
+    def check(name: str) -> None:
+        card = load_card_file(name)
+        check_program(card, load_program_file(card.defaults.program))
+
+    _validate("card", names or [str(p) for p in list_files("cards")], check)
+
+
+def _validate(kind: str, targets: list[str], check) -> None:
+    """Run `check(name)` for each target; print every issue of each (no weights are loaded)."""
     from ..spec import SpecError
 
-    targets = names or [str(p) for p in list_files("cards")]
     bad = 0
     for name in targets:
-        issues = []
         try:
-            card = load_card_file(name)
-            component_params(card)
-            load_program_file(card.defaults.program)
+            check(name)
         except SpecError as exc:
-            issues = exc.issues
-        if issues:
             bad += 1
-            for issue in issues:
+            for issue in exc.issues:
                 sys.stderr.write(f"{issue}\n")
         else:
             typer.echo(f"ok {name}")
     if bad:
-        error_line(f"{bad} of {len(targets)} card{'s' if len(targets) != 1 else ''} invalid")
+        error_line(f"{bad} of {len(targets)} {kind}{'s' if len(targets) != 1 else ''} invalid")
         raise typer.Exit(USAGE)
+
+
+@programs.command("validate")
+def programs_validate(names: Annotated[list[str] | None, typer.Argument(
+        metavar="[NAME|PATH]...", help="Programs to check; default: every shipped program.")] = None,
+        card: str = typer.Option("qwen2_5_omni_toy", "--card", "-c", metavar="NAME|PATH",
+                                 help="The card to check them against.")) -> None:
+    """Check programs against a card and print every issue as file:line: key: message.
+
+    Exit status 2 if any program has an issue.
+
+    \b
+      omni programs validate
+      omni programs validate my_program.yaml --card qwen2_5_omni
+    """
+    from ..program import check_program, list_files, load_card_file, load_program_file
+
+    card_spec = load_card_file(card)
+    _validate("program", names or [str(p) for p in list_files("programs")],
+              lambda name: check_program(card_spec, load_program_file(name)))
 
 
 @programs.command("list")

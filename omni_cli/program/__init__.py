@@ -1,10 +1,10 @@
 """Cards and programs compiled into loops and a node graph; the op registry; the catalog."""
 
 from .catalog import list_files, load_card_file, load_program_file, resolve
-from .compiler import CompiledProgram, WiredRequest, compile_program, component_params
+from .compiler import CompiledProgram, WiredRequest, check_program, compile_program, component_params
 from .ops import OPS, RequestContext
 
 __all__ = [
-    "OPS", "CompiledProgram", "RequestContext", "WiredRequest", "compile_program", "component_params",
+    "OPS", "CompiledProgram", "RequestContext", "WiredRequest", "check_program", "compile_program", "component_params",
     "list_files", "load_card_file", "load_program_file", "resolve",
 ]

@@ -83,6 +83,23 @@ class CompiledProgram:
 
 def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, Any] | None = None) -> CompiledProgram:
     """Check the program against the card, build the components and the loops."""
+    params = check_program(card, program)
+    components = build_components(card, params, settings or {})
+    order = topological_order(program)
+    loops: dict[str, Loop] = {}
+    for node in order:
+        if node.loop is not None:
+            spec = card.loops[node.loop]
+            cls = ARDecodeLoop if spec.kind == "ar_decode" else AudioDecodeLoop
+            loops[node.loop] = cls(node.loop, spec, components[spec.component], len(loops))
+    return CompiledProgram(card, program, components, loops, order)
+
+
+def check_program(card: CardSpec, program: ProgramSpec) -> dict[str, Any]:
+    """Every check that needs no weights: the graph against the card, then the card's params.
+
+    Returns each component's validated params. `omni cards validate` stops here.
+    """
     issues = IssueList(program.source)
     missing = [c for c in program.requires if c not in card.capabilities]
     if missing:
@@ -100,15 +117,7 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
     issues.raise_if_any()
     _check_slot_kinds(program, card, issues)
     issues.raise_if_any()
-    components = build_components(card, settings or {})
-    order = topological_order(program)
-    loops: dict[str, Loop] = {}
-    for node in order:
-        if node.loop is not None:
-            spec = card.loops[node.loop]
-            cls = ARDecodeLoop if spec.kind == "ar_decode" else AudioDecodeLoop
-            loops[node.loop] = cls(node.loop, spec, components[spec.component], len(loops))
-    return CompiledProgram(card, program, components, loops, order)
+    return component_params(card)
 
 
 def _check_op_node(node: NodeSpec, key: str, program: ProgramSpec, issues: IssueList) -> None:
@@ -166,6 +175,8 @@ def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -
 
 def component_params(card: CardSpec) -> dict[str, Any]:
     """Each component's `params` checked against its backend's schema; all issues at once."""
+    if len({c.backend for c in card.components.values()}) > 1:
+        raise SpecError([SpecIssue(card.source, card.line("components"), "components", "all components must share one backend")])
     out: dict[str, Any] = {}
     issues: list[SpecIssue] = []
     for name, comp in card.components.items():
@@ -187,11 +198,8 @@ def component_params(card: CardSpec) -> dict[str, Any]:
     return out
 
 
-def build_components(card: CardSpec, settings: dict[str, Any]) -> dict[str, Any]:
+def build_components(card: CardSpec, params: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
     backends = {c.backend for c in card.components.values()}
-    if len(backends) != 1:
-        raise SpecError([SpecIssue(card.source, card.line("components"), "components", "all components must share one backend")])
-    params = component_params(card)
     merged = {**card.params, **{k: v for k, v in settings.items() if v is not None}}
     backend = backends.pop()
     try:

@@ -1,0 +1,37 @@
+"""Request text: what is spoken, what is refused, and how the limit is stated."""
+
+import pytest
+from runtime_helpers import run_alone
+
+from omni_cli.spec import SpeakRequest, SpecError, clean_text
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t\r", "\x00\x07\x1b"])
+def test_empty_or_unspeakable_text_is_refused(text):
+    with pytest.raises(SpecError, match="text is empty"):
+        clean_text(text, 100)
+
+
+def test_text_over_the_limit_names_the_limit():
+    with pytest.raises(SpecError) as info:
+        clean_text("x" * 101, 100)
+    assert "101 characters, over the card's limit of 100" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_control_characters_are_dropped_and_whitespace_folded():
+    assert clean_text("a\tb\nc\x00d\x1b[31me\x7f  f", 100) == "a b cd[31me f"
+
+
+def test_mixed_scripts_are_spoken_as_given(toy):
+    text = "Hello, мир, 世界, مرحبا 👋"
+    result = run_alone(toy, SpeakRequest(text, seed=1))
+    assert result.text == text
+    assert result.samples.size > 0
+
+
+def test_an_unknown_voice_lists_the_known_ones(toy):
+    from omni_cli.engine import Engine
+
+    with pytest.raises(SpecError, match="unknown voice 'bass' \\(known: alto, tenor\\)"):
+        Engine(toy).submit(SpeakRequest("Hi", voice="bass"))

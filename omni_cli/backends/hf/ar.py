@@ -44,13 +44,13 @@ def kv_bytes_per_position(config: Any, dtype: torch.dtype) -> int:
     return 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * elem
 
 
-def step_bytes_estimate(config: Any, vocab_size: int, num_positions: int, dtype: torch.dtype) -> int:
-    """Peak activations of one forward over `num_positions` (logits of every position, as transformers
-    computes them, plus one layer's activations and attention scores)."""
+def step_bytes_estimate(config: Any, vocab_size: int, num_new: int, num_positions: int, dtype: torch.dtype) -> int:
+    """Peak activations of a forward adding `num_new` positions to `num_positions` in all: logits of every
+    new position (transformers computes them all), one layer's activations and its attention scores."""
     elem = torch.finfo(dtype).bits // 8
     per_position = vocab_size * (elem + 4) + (8 * config.hidden_size + 3 * config.intermediate_size) * elem
-    scores = config.num_attention_heads * num_positions * num_positions * 4
-    return num_positions * per_position + scores
+    scores = config.num_attention_heads * num_new * num_positions * 4
+    return num_new * per_position + scores
 
 
 def last_logits(logits: torch.Tensor) -> np.ndarray:

@@ -1,8 +1,7 @@
-"""The token2wav DiT as a function of one window: flow-matching ODE from given noise to mel frames.
+"""The token2wav DiT as a function of one window: flow-matching ODE from given noise to mel frames."""
 
-The arithmetic (time points, RK4 stages, guidance) follows transformers' `Qwen2_5OmniToken2WavDiTModel.sample`
-operation for operation, so a window covering the whole utterance reproduces it bit for bit.
-"""
+# The arithmetic (time points, RK4 stages, guidance) follows transformers' `Qwen2_5OmniToken2WavDiTModel.sample`
+# operation for operation, so a window covering the whole utterance reproduces it bit for bit.
 
 from __future__ import annotations
 
@@ -33,7 +32,7 @@ def time_points(settings: ODESettings, device: torch.device, dtype: torch.dtype)
 def integrate_rk4(velocity: Any, initial: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
     """The final state of dy/dt = velocity(t, y) over `points`, with the 3/8-rule RK4 step."""
     value = initial
-    for start, end in zip(points[:-1], points[1:]):
+    for start, end in zip(points[:-1], points[1:], strict=True):
         step = end - start
         k1 = velocity(start, value)
         k2 = velocity(start + step * ONE_THIRD, value + step * k1 * ONE_THIRD)
@@ -65,11 +64,23 @@ def sample_window(
 
     def velocity(time: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         if guidance < 1e-5:
-            return dit(hidden_states=state, speaker_embedding=speaker, condition_vector=ref_mel,
-                       quantized_code=codes, time_step=time, apply_cfg=False)
+            return dit(
+                hidden_states=state,
+                speaker_embedding=speaker,
+                condition_vector=ref_mel,
+                quantized_code=codes,
+                time_step=time,
+                apply_cfg=False,
+            )
         # classifier-free guidance: one batch of [conditioned, unconditioned]
-        both = dit(hidden_states=state, quantized_code=codes, speaker_embedding=speaker,
-                   condition_vector=ref_mel, time_step=time, apply_cfg=True)
+        both = dit(
+            hidden_states=state,
+            quantized_code=codes,
+            speaker_embedding=speaker,
+            condition_vector=ref_mel,
+            time_step=time,
+            apply_cfg=True,
+        )
         guided, null = torch.chunk(both, 2, dim=0)
         return guided + (guided - null) * guidance
 

@@ -29,9 +29,12 @@ class Voice:
 class Voices:
     """The checkpoint's voices by name; an unknown name is an error listing the known ones."""
 
-    def __init__(self, voices: dict[str, Voice], default: str):
+    def __init__(self, voices: dict[str, Voice]):
+        if not voices:
+            raise ValueError("spk_dict.pt holds no voice")
         self._voices = voices
-        self.default = default
+        # generate's default speaker; a checkpoint without it falls back to its first voice
+        self.default = "Chelsie" if "Chelsie" in voices else self.names()[0]
 
     def names(self) -> list[str]:
         return sorted(self._voices)
@@ -63,6 +66,8 @@ def load_checkpoint(params: HFParams) -> Loaded:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BackendUnavailable(f"device {params.device!r} was asked for but torch sees no CUDA device")
     dtype = _DTYPES[params.dtype]
+    if params.num_threads:
+        torch.set_num_threads(params.num_threads)
     with _quiet_transformers():
         model = Qwen2_5OmniForConditionalGeneration.from_pretrained(
             str(path), dtype=dtype, attn_implementation=params.attn_implementation
@@ -73,8 +78,7 @@ def load_checkpoint(params: HFParams) -> Loaded:
     model.to(device).eval()
     # transformers runs token2wav in float32 whatever the checkpoint dtype; so do we
     model.token2wav.float()
-    voices = Voices({name: _voice(name, entry) for name, entry in model.speaker_map.items()}, params.default_voice)
-    voices.get(None)  # the default voice must exist
+    voices = Voices({name: _voice(name, entry) for name, entry in model.speaker_map.items()})
     return Loaded(model=model, tokenizer=tokenizer, voices=voices, device=device, dtype=dtype)
 
 
@@ -88,11 +92,15 @@ def _voice(name: str, entry: dict[str, Any]) -> Voice:
 
 
 class _quiet_transformers:
-    """Loading logs config warnings through transformers' logger; the library never prints."""
+    """Loading logs config warnings and draws progress bars on stderr; the library never prints."""
 
     def __enter__(self) -> None:
         self._level = transformers.logging.get_verbosity()
+        self._bars = transformers.logging.is_progress_bar_enabled()
         transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
 
     def __exit__(self, *exc: object) -> None:
         transformers.logging.set_verbosity(self._level)
+        if self._bars:
+            transformers.logging.enable_progress_bar()

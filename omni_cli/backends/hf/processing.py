@@ -1,13 +1,12 @@
-"""The logits processing transformers' Omni `generate` applies, as a pure numpy function (no torch).
+"""The logits processing transformers' Omni `generate` applies, as a pure numpy function (no torch)."""
 
-`Qwen2_5OmniForConditionalGeneration.generate` (5.24) runs:
-- thinker: the thinker's generation config, which for Qwen2.5-Omni checkpoints has no processors:
-  greedy argmax unless `thinker_do_sample=True` is passed.
-- talker: repetition penalty 1.05 over the talker's whole id sequence (prefill codec ids included),
-  then codec BOS suppressed (-inf); with `talker_do_sample=True` (its default) then temperature 0.9,
-  top-k 40, top-p 0.8 and a multinomial draw. With `talker_do_sample=False` the penalty and the
-  suppression still apply before the argmax.
-"""
+# `Qwen2_5OmniForConditionalGeneration.generate` (5.24) runs:
+# - thinker: the thinker's generation config, which for Qwen2.5-Omni checkpoints has no processors:
+#   greedy argmax unless `thinker_do_sample=True` is passed.
+# - talker: repetition penalty 1.05 over the talker's whole id sequence (prefill codec ids included),
+#   then codec BOS suppressed (-inf); with `talker_do_sample=True` (its default) then temperature 0.9,
+#   top-k 40, top-p 0.8 and a multinomial draw. With `talker_do_sample=False` the penalty and the
+#   suppression still apply before the argmax.
 
 from __future__ import annotations
 

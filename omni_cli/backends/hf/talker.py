@@ -1,18 +1,17 @@
-"""The Qwen2.5-Omni talker: thinker states in, one codec token per WorkUnit out.
+"""The Qwen2.5-Omni talker: thinker states in, one codec token per WorkUnit out."""
 
-Hand-off (the pairing `Qwen2_5OmniForConditionalGeneration.generate` builds): with thinker items
-0..N-1 (item 0 = prefill, item k = the step that consumed reply token k-1), the reply vectors are
-R = [hidden+embeds of items 1..N-1, embed(text EOS), embed(text PAD), embed(text PAD), ...].
-The talker prefill is [hidden+embeds of every prompt position, embed(voice BOS), R[0]] and talker
-decode step k >= 1 adds R[k] to the embedding of the codec token it consumes.
-
-Codec BOS/PAD in the prefill: the original Qwen2.5-Omni code adds the codec PAD embedding to the
-second-to-last and the codec BOS embedding to the last prefill position; transformers does this only
-when the talker gets an attention mask, and 5.x `generate` drops an all-ones mask, so 5.24's
-`generate` skips them for every unpadded request. The model was trained with them, and the last
-prefill position's output is the first codec token, so adding them is the default here;
-`match_hf_generate_5_24: true` skips them to compare like with like against 5.24's `generate`.
-"""
+# Hand-off (the pairing `Qwen2_5OmniForConditionalGeneration.generate` builds): with thinker items
+# 0..N-1 (item 0 = prefill, item k = the step that consumed reply token k-1), the reply vectors are
+# R = [hidden+embeds of items 1..N-1, embed(text EOS), embed(text PAD), embed(text PAD), ...].
+# The talker prefill is [hidden+embeds of every prompt position, embed(voice BOS), R[0]] and talker
+# decode step k >= 1 adds R[k] to the embedding of the codec token it consumes.
+#
+# Codec BOS/PAD in the prefill: the talker adds the codec PAD embedding to the second-to-last and the
+# codec BOS embedding to the last prefill position only when it gets an attention mask. Qwen's
+# released inference (transformers 4.5x, whose generate kept the mask) therefore always added them;
+# 5.x `generate` drops an all-ones mask, so 5.24 skips them for every unpadded request, and the
+# first codec token (the last prefill position's output) is then predicted without its BOS. Adding
+# them is the default here; `match_hf_generate_5_24: true` skips them to compare like with like.
 
 from __future__ import annotations
 
@@ -33,7 +32,8 @@ from omni_cli.backends.hf.ar import (
     step_bytes_estimate,
 )
 from omni_cli.backends.hf.loading import Loaded
-from omni_cli.backends.hf.params import HFParams
+from omni_cli.backends.hf.params import HFParams, TalkerParams
+from omni_cli.backends.hf.processing import TALKER_GENERATE_DEFAULTS
 
 
 @dataclass
@@ -47,15 +47,15 @@ class TalkerPrefill:
 class HFTalker:
     role = "talker"
 
-    def __init__(self, loaded: Loaded, params: HFParams, name: str = "talker"):
+    def __init__(self, loaded: Loaded, params: TalkerParams, settings: HFParams, name: str = "talker"):
         self.name = name
         self.module = loaded.model.talker
         self.device = loaded.device
         self.dtype = loaded.dtype
         self.config = self.module.config
         self._voices = loaded.voices
-        self.add_codec_bos_pad = not params.match_hf_generate_5_24
-        self.max_new_tokens = params.talker_max_new_tokens
+        self.add_codec_bos_pad = not settings.match_hf_generate_5_24
+        self.max_new_tokens = params.max_new_tokens
         cfg = self.config
         self.codec_bos = int(cfg.tts_codec_start_token_id)
         self.codec_pad = int(cfg.tts_codec_pad_token_id)
@@ -79,6 +79,10 @@ class HFTalker:
     def voices(self) -> list[str]:
         return self._voices.names()
 
+    def generation_defaults(self) -> dict[str, object]:
+        """What `generate` applies to the talker unless told otherwise (its keyword defaults)."""
+        return dict(TALKER_GENERATE_DEFAULTS)
+
     # ---- hand-off ----
     def _reply_vector(self, items: Sequence[ARItem], k: int, is_closed: bool) -> torch.Tensor | None:
         if k + 1 < len(items):
@@ -99,9 +103,7 @@ class HFTalker:
             return None
         prompt = items[0]
         bos_token = self._voices.get(voice).bos_token
-        embeds = torch.cat(
-            [prompt.hidden + prompt.embeds, self._thinker_vector(bos_token)[None], first[None]], dim=0
-        )
+        embeds = torch.cat([prompt.hidden + prompt.embeds, self._thinker_vector(bos_token)[None], first[None]], dim=0)
         text_ids = list(prompt.consumed_ids) + [bos_token, prompt.token]
         num_prompt = len(prompt.consumed_ids)
         # the codec ids of the prefill positions: the history generate's repetition penalty sees
@@ -116,7 +118,10 @@ class HFTalker:
 
     def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
         # generate has no minimum and a fixed maximum (talker_max_new_tokens, EOS included)
-        return 0, max(self.max_new_tokens, len(items))
+        return 0, self.max_codes_for(len(items))
+
+    def max_codes_for(self, num_reply_tokens: int) -> int:
+        return max(self.max_new_tokens, num_reply_tokens)
 
     def code_of(self, token: int) -> int | None:
         if token in self.eos_token_ids or token == self.codec_bos or not 0 <= token < self.num_codes:
@@ -133,8 +138,8 @@ class HFTalker:
     def cache_bytes(self, num_positions: int) -> int:
         return num_positions * kv_bytes_per_position(self.config, self.dtype)
 
-    def step_bytes(self, num_positions: int) -> int:
-        return step_bytes_estimate(self.config, self.vocab_size, num_positions, self.dtype)
+    def step_bytes(self, num_new: int, num_positions: int) -> int:
+        return step_bytes_estimate(self.config, self.vocab_size, num_new, num_positions, self.dtype)
 
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind == AR_PREFILL:
@@ -167,7 +172,8 @@ class HFTalker:
         return self._forward(cache, embeds, decode_positions(cache, 1, self.device))
 
     def _forward(self, cache: ARCache, embeds: torch.Tensor, positions: torch.Tensor) -> ARStepOutput:
-        out = self.module(inputs_embeds=embeds, position_ids=positions, cache=cache.kv, use_cache=True,
-                          return_dict=True)
+        out = self.module(
+            inputs_embeds=embeds, position_ids=positions, cache=cache.kv, use_cache=True, return_dict=True
+        )
         cache.num_positions += embeds.shape[1]
         return ARStepOutput(logits=last_logits(out.logits))

@@ -16,7 +16,7 @@ from omni_cli.backends.hf.ar import (
     step_bytes_estimate,
 )
 from omni_cli.backends.hf.loading import Loaded
-from omni_cli.backends.hf.params import HFParams
+from omni_cli.backends.hf.params import ThinkerParams
 from omni_cli.backends.hf.tokenizer import PromptBuilder
 
 
@@ -26,7 +26,7 @@ class HFThinker:
 
     role = "thinker"
 
-    def __init__(self, loaded: Loaded, params: HFParams, name: str = "thinker"):
+    def __init__(self, loaded: Loaded, params: ThinkerParams, name: str = "thinker"):
         self.name = name
         self.module = loaded.model.thinker
         self.device = loaded.device
@@ -50,6 +50,17 @@ class HFThinker:
             raise ValueError("the checkpoint names no thinker EOS token and its tokenizer has no <|im_end|>")
         return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
 
+    def generation_defaults(self) -> dict[str, object]:
+        """What `generate` applies to the thinker unless told otherwise: its generation config."""
+        cfg = self.module.generation_config
+        return {
+            "do_sample": bool(cfg.do_sample),
+            "temperature": cfg.temperature,
+            "top_k": cfg.top_k,
+            "top_p": cfg.top_p,
+            "repetition_penalty": cfg.repetition_penalty or 1.0,
+        }
+
     # ---- ThinkerModel ----
     def encode(self, text: str, mode: str) -> ThinkerPrompt:
         return self.prompts.encode(text, mode)
@@ -72,8 +83,8 @@ class HFThinker:
     def cache_bytes(self, num_positions: int) -> int:
         return num_positions * kv_bytes_per_position(self.text_config, self.dtype)
 
-    def step_bytes(self, num_positions: int) -> int:
-        return step_bytes_estimate(self.text_config, self.vocab_size, num_positions, self.dtype)
+    def step_bytes(self, num_new: int, num_positions: int) -> int:
+        return step_bytes_estimate(self.text_config, self.vocab_size, num_new, num_positions, self.dtype)
 
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind not in (AR_PREFILL, AR_TOKEN):
@@ -110,4 +121,3 @@ class HFThinker:
             hidden=out.hidden_states[-1][0],  # last layer after the final norm, one row per position
             embeds=out.hidden_states[0][0],  # input embeddings, one row per position
         )
-

@@ -1,13 +1,18 @@
-"""token2wav as audio_chunk WorkUnits: DiT windows over the codes, BigVGAN with overlap, per-request state.
+"""token2wav as audio_chunk WorkUnits: DiT windows over the codes, BigVGAN with overlap, per-request state."""
 
-A chunk covers codes [start, end) = mel frames [2*start, 2*end). Its DiT window reaches `chunk_past_frames`
-back (rounded down to a 24-frame attention block, so window blocks line up with the utterance's
-blocks) and `chunk_future_frames` ahead; the window's noise is the utterance's one noise tensor,
-sliced. BigVGAN re-reads the last `bigvgan_overlap_frames` kept frames of the previous chunk and
-half of them are trimmed on each inner edge, so samples are emitted for frames
-[previous end - overlap/2, end - overlap/2), and up to the real end on the last chunk.
-One chunk covering the whole utterance is exactly transformers' `Qwen2_5OmniToken2WavModel`.
-"""
+# A chunk covers codes [start, end) = mel frames [2*start, 2*end). Its DiT window reaches `chunk_past_frames`
+# back (rounded down to a 24-frame attention block, so window blocks line up with the utterance's
+# blocks) and `chunk_future_frames` ahead; the window's noise is the utterance's one noise tensor,
+# sliced. BigVGAN re-reads the last `bigvgan_overlap_frames` kept frames of the previous chunk and
+# half of them are trimmed on each inner edge, so samples are emitted for frames
+# [previous end - overlap/2, end - overlap/2), and up to the real end on the last chunk (a chunk's
+# samples are final, but lag its codes by overlap/2 frames). One chunk covering the whole utterance
+# is exactly transformers' `Qwen2_5OmniToken2WavModel`.
+#
+# Noise: torch's CPU normal stream is prefix-stable (drawing frames block by block gives the frames
+# of one draw), so each request draws its noise lazily from its own seeded CPU generator and gets
+# what transformers draws after `torch.manual_seed(seed)`. CUDA's stream is not prefix-stable, so
+# the noise comes from the CPU on every device (on CUDA it then differs from `generate`'s).
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkO
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.dit import ODESettings, sample_window
 from omni_cli.backends.hf.loading import Loaded, Voice
-from omni_cli.backends.hf.params import HFParams
+from omni_cli.backends.hf.params import VocoderParams
 
 NOISE_GROWTH_FRAMES = 256  # noise is drawn in blocks; any multiple of 16 floats keeps the stream identical
 
@@ -42,7 +47,7 @@ class HFVocoder:
     role = "vocoder"
     sample_rate = 24000
 
-    def __init__(self, loaded: Loaded, params: HFParams, name: str = "vocoder"):
+    def __init__(self, loaded: Loaded, params: VocoderParams, name: str = "vocoder"):
         self.name = name
         self.module = loaded.model.token2wav
         self.dit = self.module.code2wav_dit_model
@@ -55,14 +60,13 @@ class HFVocoder:
         self.mel_dim = int(self.dit.mel_dim)
         self.hop = int(np.prod(self.bigvgan.config.upsample_rates))  # samples per mel frame
         self.samples_per_code = self.hop * self.repeats
-        self.chunked = params.vocoder_chunked
         self.past_frames = params.chunk_past_frames
         self.future_frames = params.chunk_future_frames
         self.overlap_frames = params.bigvgan_overlap_frames
         self.default_seed = params.noise_seed
         if self.future_frames % self.repeats or self.block_frames % self.repeats:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
-        self.lookahead_codes = self.future_frames // self.repeats if self.chunked else 0
+        self.lookahead_codes = self.future_frames // self.repeats
 
     def voices(self) -> list[str]:
         return self._voices.names()
@@ -109,8 +113,6 @@ class HFVocoder:
         if state.is_finished or start != state.next_code or not start <= end <= num_codes:
             raise ValueError(f"chunk [{start}, {end}) does not follow [.., {state.next_code}) of {num_codes} codes")
         is_last = inp.is_final and end == num_codes
-        if not self.chunked and not (start == 0 and is_last):
-            raise ValueError("this vocoder is whole-utterance (vocoder_chunked: false): one final chunk of all codes")
         first, stop = start * self.repeats, end * self.repeats
         kept = self._kept_mel(inp, first, stop) if stop > first else None
         pieces = [m for m in (state.mel_tail, kept) if m is not None and m.shape[2]]
@@ -143,8 +145,11 @@ class HFVocoder:
         elif win_stop > available:
             raise ValueError(f"chunk [{inp.start}, {inp.end}) needs {self.lookahead_codes} codes of look-ahead")
         noise = self._noise(inp.state, win_stop)[:, win_first:win_stop].to(self.device)
-        codes = torch.tensor([list(inp.codes[win_first // self.repeats : win_stop // self.repeats])],
-                             dtype=torch.long, device=self.device)
+        codes = torch.tensor(
+            [list(inp.codes[win_first // self.repeats : win_stop // self.repeats])],
+            dtype=torch.long,
+            device=self.device,
+        )
         voice = inp.state.voice
         mel = sample_window(self.dit, noise, codes, voice.cond, voice.ref_mel, self.ode)
         return mel[:, :, first - win_first : stop - win_first]

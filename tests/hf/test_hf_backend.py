@@ -1,0 +1,110 @@
+"""The hf backend's settings, loading errors, voices and import hygiene."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from omni_cli.backends.base import BackendUnavailable  # noqa: E402
+from omni_cli.backends.hf import PARAMS, HFParams, build, check_settings  # noqa: E402
+from omni_cli.backends.hf.processing import hf_parity_processing  # noqa: E402
+
+
+def test_settings_are_validated_strictly_and_all_at_once():
+    errors = check_settings({"model_path": "x", "dtype": "int8", "devcie": "cpu", "match_hf_generate_5_24": "yes"})
+    assert errors == [
+        "unknown setting 'devcie' (known: attn_implementation, device, dtype, match_hf_generate_5_24, model_path, "
+        "num_threads)",
+        "setting 'dtype' must be one of float32, bfloat16, float16, got 'int8'",
+        "setting 'match_hf_generate_5_24' must be bool, got str 'yes'",
+    ]
+    assert check_settings({}) == [
+        "the hf backend needs 'model_path': local Qwen2.5-Omni checkpoint directory "
+        "(Hugging Face format + spk_dict.pt) (--model-path DIR)"
+    ]
+    assert check_settings({"model_path": "x", "num_threads": True}) == [
+        "setting 'num_threads' must be int, got bool True"
+    ]
+    assert check_settings({"model_path": "x", "num_threads": 5000}) == [
+        "setting 'num_threads' must be in [0, 4096], got 5000"
+    ]
+    settings = HFParams.from_settings({"model_path": "/m", "device": "cuda:1"})
+    assert (settings.dtype, settings.device, settings.match_hf_generate_5_24) == ("float32", "cuda:1", False)
+
+
+def test_component_params_are_bounded_dataclasses():
+    assert set(PARAMS) == {"thinker", "talker", "vocoder"}
+    numeric = [f for cls in PARAMS.values() for f in dataclasses.fields(cls) if f.type in ("int", "float")]
+    assert numeric and all(f.metadata["max"] is not None for f in numeric)
+    assert PARAMS["vocoder"](bigvgan_overlap_frames=41).problems() == [
+        ("bigvgan_overlap_frames", "must be even (half of it is trimmed on each side)")
+    ]
+
+
+def test_build_names_what_is_wrong_with_the_checkpoint(tmp_path):
+    with pytest.raises(BackendUnavailable, match="config.json is missing"):
+        build(None, {}, {"model_path": str(tmp_path)})
+    with pytest.raises(ValueError, match="unknown setting 'voice'"):
+        build(None, {}, {"model_path": str(tmp_path), "voice": "Chelsie"})
+
+
+@pytest.fixture(scope="module")
+def parts(tiny_checkpoint):
+    return build(None, {}, {"model_path": str(tiny_checkpoint)})
+
+
+def test_voices_come_from_spk_dict(parts):
+    assert parts["talker"].voices() == parts["vocoder"].voices() == ["Chelsie", "Ethan"]
+    assert parts["vocoder"].new_state(None).voice.name == "Chelsie"  # generate's default speaker
+    with pytest.raises(ValueError, match="unknown voice 'Nobody'; this checkpoint has: Chelsie, Ethan"):
+        parts["vocoder"].new_state("Nobody")
+
+
+def test_components_describe_themselves(parts):
+    thinker, talker, vocoder = parts["thinker"], parts["talker"], parts["vocoder"]
+    assert (thinker.role, talker.role, vocoder.role) == ("thinker", "talker", "vocoder")
+    assert talker.suppress_token_ids == {121} and talker.eos_token_ids == {120, 122}
+    assert (vocoder.sample_rate, vocoder.samples_per_code, vocoder.lookahead_codes) == (24000, 480, 12)
+    # 2 layers x 2 kv heads x head_dim 8 (talker) / 32 / 4 (thinker) x K and V x 4 bytes
+    assert talker.cache_bytes(10) == 10 * 2 * 2 * 2 * 8 * 4
+    assert thinker.cache_bytes(10) == 10 * 2 * 2 * 2 * 8 * 4
+    assert all(part.weight_bytes() > 10_000 for part in parts.values())
+    assert talker.code_of(121) is None and talker.code_of(122) is None and talker.code_of(124) == 124
+
+
+def test_parity_processing_matches_transformers_processors():
+    import torch
+    from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor, SuppressTokensLogitsProcessor
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        logits = (rng.standard_normal(128) * rng.uniform(0.01, 50)).astype(np.float32)
+        history = rng.integers(0, 128, size=int(rng.integers(1, 60))).tolist()
+        ids = torch.tensor([history])
+        want = RepetitionPenaltyLogitsProcessor(1.05)(ids, torch.from_numpy(logits.copy())[None])
+        want = SuppressTokensLogitsProcessor([121])(ids, want)[0].numpy()
+        assert np.array_equal(hf_parity_processing(logits, history, 1.05, [121]), want)
+
+
+def test_package_imports_without_torch_and_build_says_what_to_install():
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import omni_cli.backends.hf as hf\n"
+        "from omni_cli.backends.base import BackendUnavailable\n"
+        "try:\n    hf.build(None, {}, {'model_path': '/nowhere'})\n"
+        "except BackendUnavailable as exc:\n    print(exc)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert done.stdout.strip() == 'the hf backend needs the hf extra: pip install "omni_cli[hf]"'
+    code = "import sys, omni_cli.backends.hf, omni_cli.backends.hf.params; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert done.stdout.strip() == "False"

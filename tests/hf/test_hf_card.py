@@ -1,0 +1,115 @@
+"""The shipped qwen2_5_omni card on the tiny checkpoint: engine and `omni speak` equal generate."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+yaml = pytest.importorskip("yaml")
+
+from conftest import PROMPT  # noqa: E402
+from test_hf_parity import hf_generate  # noqa: E402
+
+from omni_cli.api import load  # noqa: E402
+from omni_cli.audio.pcm import float_to_pcm16  # noqa: E402
+from omni_cli.engine import Engine  # noqa: E402
+from omni_cli.spec.request import SpeakRequest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+THINKER_MAX, TALKER_MAX = 12, 80
+
+
+@pytest.fixture(scope="module")
+def greedy_card(tmp_path_factory) -> Path:
+    """The shipped card, made to compare with generate(talker_do_sample=False) on the tiny checkpoint."""
+    card = yaml.safe_load((ROOT / "cards" / "qwen2_5_omni.yaml").read_text())
+    card["params"]["match_hf_generate_5_24"] = True
+    loops = card["loops"]
+    loops["thinker_decode"]["max_tokens"] = THINKER_MAX
+    loops["talker_decode"]["max_tokens"] = TALKER_MAX
+    # greedy, but with generate's repetition penalty (talker_do_sample=False keeps it)
+    loops["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
+    loops["vocoder"]["chunk_codes"] = 0  # whole utterance: what generate computes
+    path = tmp_path_factory.mktemp("cards") / "qwen2_5_omni_greedy.yaml"
+    path.write_text(yaml.safe_dump(card))
+    return path
+
+
+@pytest.fixture(scope="module")
+def program(greedy_card, tiny_checkpoint):
+    return load(str(greedy_card), settings={"model_path": str(tiny_checkpoint)})
+
+
+@pytest.fixture(scope="module")
+def reference_run(program, tiny_checkpoint):
+    from transformers import Qwen2_5OmniForConditionalGeneration
+
+    model = Qwen2_5OmniForConditionalGeneration.from_pretrained(str(tiny_checkpoint)).eval()
+    parts = program.components
+    prompt = parts["thinker"].encode(PROMPT, "chat").prefill_ids
+    # the vocoder's noise seed is the card's noise_seed (0) unless the loop passes the request's
+    return hf_generate(model, parts, prompt, voice="Chelsie", seed=0, thinker_max=THINKER_MAX, talker_max=TALKER_MAX)
+
+
+def test_engine_run_of_the_card_equals_generate(program, reference_run):
+    ref_thinker, ref_talker, ref_wave = reference_run
+    result = Engine(program).submit(SpeakRequest(PROMPT, mode="chat", voice="Chelsie"), collect=True).result()
+    assert result.tokens["thinker_decode"] == ref_thinker
+    assert result.tokens["talker_decode"] == ref_talker
+    assert result.samples.size == 480 * (len(ref_talker) - 1) > 0
+    assert torch.equal(torch.from_numpy(result.samples), ref_wave)
+
+
+def test_engine_interleaves_requests_as_if_alone(program):
+    requests = [
+        SpeakRequest(PROMPT, mode="chat", voice="Chelsie", request_id="a"),
+        SpeakRequest("ok then", mode="echo", voice="Ethan", request_id="b"),
+    ]
+    alone = [Engine(program).submit(r, collect=True).result() for r in requests]
+    engine = Engine(program)
+    handles = [engine.submit(r, collect=True) for r in requests]
+    for _ in engine.events():
+        pass
+    together = [h.result() for h in handles]
+    for a, t in zip(alone, together, strict=True):
+        assert a.tokens == t.tokens and a.samples.size > 0
+        assert np.array_equal(a.samples, t.samples)
+
+
+def test_omni_speak_writes_generate_s_waveform(greedy_card, tiny_checkpoint, reference_run, tmp_path):
+    out = tmp_path / "out.wav"
+    cmd = [
+        sys.executable,
+        "-m",
+        "omni_cli.cli",
+        "speak",
+        "--card",
+        str(greedy_card),
+        "--model-path",
+        str(tiny_checkpoint),
+        "--mode",
+        "chat",
+        "--voice",
+        "Chelsie",
+        "-q",
+        "-o",
+        str(out),
+        PROMPT,
+    ]
+    # one intra-op thread, as in this process (conftest): the thread count changes float rounding
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    with wave.open(str(out)) as wav:
+        assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (24000, 1, 2)
+        written = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
+    assert np.array_equal(written, float_to_pcm16(reference_run[2].numpy()))

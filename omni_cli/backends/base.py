@@ -167,7 +167,9 @@ class VocoderModel(Component, Protocol):
     samples_per_code: int
     lookahead_codes: int  # codes past a chunk's end it needs before it can run (unless final)
 
-    def new_state(self, voice: str | None) -> Any: ...
+    def new_state(self, voice: str | None, seed: int | None = None) -> Any:
+        """Per-request state; `seed` is the request's (for vocoders that draw noise)."""
+        ...
 
     def state_bytes(self) -> int: ...
 

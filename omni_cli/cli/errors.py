@@ -37,6 +37,7 @@ def classify(exc: BaseException) -> tuple[int, str]:
     """(exit code, message) for an exception that ended a command."""
     # imported here: the spec and audio layers pull in yaml and numpy, which `omni --help` never needs
     from ..audio import AudioOutputError
+    from ..backends.base import BackendUnavailable
     from ..engine import AdmissionError
     from ..spec import SpecError
 
@@ -45,7 +46,7 @@ def classify(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, SpecError):
         more = " (see `omni cards validate`)" if len(exc.issues) > 1 else ""
         return USAGE, one_line(exc) + more
-    if isinstance(exc, (AudioOutputError, AdmissionError)):
+    if isinstance(exc, (AudioOutputError, AdmissionError, BackendUnavailable)):
         return FAILURE, one_line(exc)
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""

@@ -50,7 +50,9 @@ class ARDecodeLoop:
         out.prompt_positions = feed.prefill_hint()  # replaced by the real count after the prefill
         out.max_items = limit if feed_max is None else min(limit, feed_max)
         hint = feed.max_positions_hint()
-        positions = self.component.max_positions if hint is None else min(hint, self.component.max_positions)
+        if hint is None:  # unknown reply length (chat): the prompt plus every token this loop may make
+            hint = feed.prefill_hint() + limit + 1
+        positions = min(hint, self.component.max_positions)
         return ARState(
             loop_id=self.loop_id, request_id=request_id, feed=feed, out=out,
             cache=self.component.new_cache(),

@@ -43,9 +43,9 @@ class AudioDecodeLoop:
         self.stage = stage
         self.chunk_codes = spec.chunk_codes  # 0: the whole utterance as one chunk
 
-    def init(self, request_id: str, feed: CodesFeed, out: Channel, *, voice: str | None) -> AudioState:
+    def init(self, request_id: str, feed: CodesFeed, out: Channel, *, voice: str | None, seed: int) -> AudioState:
         return AudioState(loop_id=self.loop_id, request_id=request_id, feed=feed, out=out,
-                          vocoder_state=self.component.new_state(voice),
+                          vocoder_state=self.component.new_state(voice, seed=seed),
                           resident_bytes=self.component.state_bytes())
 
     def peak_step_bytes(self, state: AudioState) -> int:

@@ -14,10 +14,11 @@ def backend_module(name: str) -> ModuleType:
     return importlib.import_module(_MODULES[name])
 
 
-def params_schema(backend: str, role: str) -> type | None:
+def params_schema(backend: str, role: str) -> type:
     """The dataclass a component's `params` must match (importing no heavy dependency)."""
-    try:
-        module = importlib.import_module(_PARAMS[backend])
-    except ModuleNotFoundError:
-        return None
-    return getattr(module, "PARAMS", {}).get(role)
+    return importlib.import_module(_PARAMS[backend]).PARAMS[role]
+
+
+def settings_schema(backend: str) -> type:
+    """The dataclass the card's top-level `params` (and command-line overrides) must match."""
+    return importlib.import_module(_PARAMS[backend]).SETTINGS

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..loops import ARChannel, ARDecodeLoop, AudioDecodeLoop, Channel, LoopState
-from ..spec import CardSpec, NodeSpec, ProgramSpec, SpeakRequest, SpecError, SpecIssue, load_dataclass, topological_order
+from ..spec import CardSpec, Located, NodeSpec, ProgramSpec, SpeakRequest, SpecError, SpecIssue, load_dataclass, topological_order
 from ..spec.errors import IssueList
 from ..spec.stream import StreamEvent
-from .backends import backend_module, params_schema
+from .backends import backend_module, params_schema, settings_schema
 from .ops import LOOP_SLOTS, OPS, SLOT_KINDS, RequestContext
 
 Loop = ARDecodeLoop | AudioDecodeLoop
@@ -74,7 +74,7 @@ class CompiledProgram:
                     state = loop.init(request_id, inputs[0], value, seed=request.seed, max_tokens=limit)
                 else:
                     value = Channel(node.output or node.id)
-                    state = loop.init(request_id, inputs[0], value, voice=voice)
+                    state = loop.init(request_id, inputs[0], value, voice=voice, seed=request.seed)
                 states.append((loop, state))
             if node.output is not None:
                 slots[node.output] = value
@@ -179,11 +179,13 @@ def component_params(card: CardSpec) -> dict[str, Any]:
         raise SpecError([SpecIssue(card.source, card.line("components"), "components", "all components must share one backend")])
     out: dict[str, Any] = {}
     issues: list[SpecIssue] = []
+    backend = next(iter(card.components.values())).backend
+    try:  # the backend settings the card gives (model_path, dtype, …): the command line may add to them
+        load_dataclass(settings_schema(backend), card.located, key="params", value=card.params)
+    except SpecError as exc:
+        issues.extend(exc.issues)
     for name, comp in card.components.items():
         schema = params_schema(comp.backend, comp.role)
-        if schema is None:
-            out[name] = dict(comp.params)
-            continue
         key = f"components.{name}.params"
         try:
             out[name] = load_dataclass(schema, card.located, key=key, value=comp.params)
@@ -199,11 +201,16 @@ def component_params(card: CardSpec) -> dict[str, Any]:
 
 
 def build_components(card: CardSpec, params: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-    backends = {c.backend for c in card.components.values()}
-    merged = {**card.params, **{k: v for k, v in settings.items() if v is not None}}
-    backend = backends.pop()
+    """Build the backend's components with the card's settings and the caller's overrides on top."""
+    backend = next(iter(card.components.values())).backend
+    overrides = {k: v for k, v in settings.items() if v is not None}
+    merged = {**card.params, **overrides}
+    source = card.source if not overrides else f"{card.source} with {', '.join(sorted(overrides))} from the command line"
+    config = load_dataclass(settings_schema(backend), Located(merged, source))
     try:
-        return backend_module(backend).build(card, params, merged)
+        return backend_module(backend).build(card, params, config)
+    except SpecError:
+        raise
     except ValueError as exc:
         # params that pass their bounds can still disagree (d_model 64 in 7 heads): still the card's fault
         raise SpecError([SpecIssue(card.source, card.line("components"), "components",

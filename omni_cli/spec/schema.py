@@ -125,8 +125,8 @@ def _dataclass(cls: type[T], value: Any, key: str, src: Located, issues: IssueLi
     for name in value:
         if name not in fields:
             child = f"{key}.{name}" if key else name
-            known = ", ".join(sorted(fields))
-            issues.add(src.line(child), child, f"unknown key (expected one of: {known})")
+            known = f"expected one of: {', '.join(sorted(fields))}" if fields else "none are allowed here"
+            issues.add(src.line(child), child, f"unknown key ({known})")
             failed = True
     for name, f in fields.items():
         child = f"{key}.{name}" if key else name

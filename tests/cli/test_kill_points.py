@@ -34,9 +34,11 @@ def test_a_signal_at_any_moment_leaves_a_valid_file_of_whole_chunks(spawn, home,
             assert code in (-int(signum), 128 + int(signum)), (code, err)
             outcomes.append("no file")
             continue
-        if signum != signal.SIGKILL:
-            assert code in (0, 128 + int(signum)), (code, err)  # 0: it had already finished
         _, samples = read_wav(path)  # the header agrees with the bytes on disk
+        if signum != signal.SIGKILL:
+            # 0: it had already finished; -N: it had, and the signal hit the interpreter's own
+            # shutdown (Python puts the default handlers back while it finalizes)
+            assert code in (0, 128 + int(signum)) or (code == -int(signum) and samples.size == expected.size), (code, err)
         whole = samples.size % CHUNK_SAMPLES == 0 or samples.size == expected.size
         assert whole, f"{samples.size} samples is not a whole number of chunks"
         assert np.array_equal(samples, expected[: samples.size])

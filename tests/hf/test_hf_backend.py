@@ -14,28 +14,26 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from omni_cli.backends.base import BackendUnavailable  # noqa: E402
-from omni_cli.backends.hf import PARAMS, HFParams, build, check_settings  # noqa: E402
+from omni_cli.backends.hf import PARAMS, HFParams, build  # noqa: E402
+from omni_cli.spec import SpecError  # noqa: E402
 from omni_cli.backends.hf.processing import hf_parity_processing  # noqa: E402
 
 
+def _issues(settings):
+    with pytest.raises(SpecError) as info:
+        HFParams.from_settings(settings)
+    return [(i.key, i.message) for i in info.value.issues]
+
+
 def test_settings_are_validated_strictly_and_all_at_once():
-    errors = check_settings({"model_path": "x", "dtype": "int8", "devcie": "cpu", "match_hf_generate_5_24": "yes"})
-    assert errors == [
-        "unknown setting 'devcie' (known: attn_implementation, device, dtype, match_hf_generate_5_24, model_path, "
-        "num_threads)",
-        "setting 'dtype' must be one of float32, bfloat16, float16, got 'int8'",
-        "setting 'match_hf_generate_5_24' must be bool, got str 'yes'",
-    ]
-    assert check_settings({}) == [
-        "the hf backend needs 'model_path': local Qwen2.5-Omni checkpoint directory "
-        "(Hugging Face format + spk_dict.pt) (--model-path DIR)"
-    ]
-    assert check_settings({"model_path": "x", "num_threads": True}) == [
-        "setting 'num_threads' must be int, got bool True"
-    ]
-    assert check_settings({"model_path": "x", "num_threads": 5000}) == [
-        "setting 'num_threads' must be in [0, 4096], got 5000"
-    ]
+    issues = _issues({"model_path": "x", "dtype": "int8", "devcie": "cpu", "match_hf_generate_5_24": "yes"})
+    assert [k for k, _ in issues] == ["devcie", "dtype", "match_hf_generate_5_24"]
+    assert "unknown key (expected one of: attn_implementation, device, dtype" in issues[0][1]
+    assert issues[1][1] == "expected one of 'float32' | 'bfloat16' | 'float16', got 'int8'"
+    assert issues[2][1] == "expected true/false, got string"
+    assert _issues({}) == [("model_path", "the hf backend needs a checkpoint directory: pass --model-path DIR")]
+    assert _issues({"model_path": "x", "num_threads": True}) == [("num_threads", "expected integer, got true/false")]
+    assert _issues({"model_path": "x", "num_threads": 5000}) == [("num_threads", "must be at most 4096, got 5000")]
     settings = HFParams.from_settings({"model_path": "/m", "device": "cuda:1"})
     assert (settings.dtype, settings.device, settings.match_hf_generate_5_24) == ("float32", "cuda:1", False)
 
@@ -52,7 +50,7 @@ def test_component_params_are_bounded_dataclasses():
 def test_build_names_what_is_wrong_with_the_checkpoint(tmp_path):
     with pytest.raises(BackendUnavailable, match="config.json is missing"):
         build(None, {}, {"model_path": str(tmp_path)})
-    with pytest.raises(ValueError, match="unknown setting 'voice'"):
+    with pytest.raises(SpecError, match="voice: unknown key"):
         build(None, {}, {"model_path": str(tmp_path), "voice": "Chelsie"})
 
 

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...spec import SpecError, SpecIssue
 from ..base import BackendUnavailable
-from .params import PARAMS, HFParams, check_settings
+from .params import PARAMS, SETTINGS, HFParams
 
 INSTALL_HINT = 'the hf backend needs the hf extra: pip install "omni_cli[hf]"'
 
-__all__ = ["INSTALL_HINT", "PARAMS", "HFParams", "build", "check_settings"]
+__all__ = ["INSTALL_HINT", "PARAMS", "SETTINGS", "HFParams", "build"]
 
 
-def build(card: Any, params: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | dict[str, Any] | None = None) -> dict[str, Any]:
     """The thinker, talker and vocoder of one checkpoint, sharing its modules, by component name.
 
     `params[name]` is that component's params (a PARAMS dataclass, a plain dict, or absent for the
     defaults); `settings` are the backend settings (HFParams: `model_path` is required). `card` may be
     None (tests): the components are then named after their roles.
     """
-    config = HFParams.from_settings(dict(settings or {}))
+    config = settings if isinstance(settings, HFParams) else HFParams.from_settings(dict(settings or {}))
+    if not config.model_path:
+        raise SpecError([SpecIssue(getattr(card, "source", "<hf settings>"), None, "model_path",
+                                   "the hf backend needs a checkpoint directory: pass --model-path DIR")])
     try:
         # torch and transformers are imported only here, so the package imports without the extra
         import torch  # noqa: F401

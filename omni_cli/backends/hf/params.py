@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ...spec.schema import bounded
+from ...spec import Located, SpecError, SpecIssue
+from ...spec.schema import bounded, load_dataclass
 
 # Qwen2.5-Omni only produces speech when the system prompt is exactly this one (model card).
 QWEN_OMNI_SYSTEM_PROMPT = (
@@ -49,58 +50,26 @@ class VocoderParams:
 PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams}
 
 
-def _setting(
-    default: Any = MISSING, *, doc: str, choices: tuple = (), min: int | None = None, max: int | None = None
-) -> Any:
-    return field(default=default, metadata={"doc": doc, "choices": choices, "min": min, "max": max})
-
-
 @dataclass(frozen=True)
 class HFParams:
     """Backend settings: the card's top-level `params`, overridable from the CLI (--model-path ...)."""
 
-    model_path: str = _setting(doc="local Qwen2.5-Omni checkpoint directory (Hugging Face format + spk_dict.pt)")
-    dtype: str = _setting(
-        "float32",
-        doc="thinker/talker dtype (token2wav always runs in float32)",
-        choices=("float32", "bfloat16", "float16"),
-    )
-    device: str = _setting("cpu", doc="torch device: cpu, cuda or cuda:N")
-    attn_implementation: str = _setting("sdpa", doc="transformers attention kernel", choices=("sdpa", "eager"))
-    match_hf_generate_5_24: bool = _setting(
-        False, doc="skip the codec BOS/PAD embeddings in the talker prefill, as transformers 5.24 generate does"
-    )
-    num_threads: int = _setting(
-        0, doc="torch intra-op CPU threads for this process; 0 leaves torch's choice", min=0, max=4096
-    )
+    model_path: str | None = None  # local Qwen2.5-Omni checkpoint directory (Hugging Face format + spk_dict.pt)
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"  # thinker/talker; token2wav runs in float32
+    device: str = "cpu"  # torch device: cpu, cuda or cuda:N
+    attn_implementation: Literal["sdpa", "eager"] = "sdpa"  # transformers attention kernel
+    # skip the codec BOS/PAD embeddings in the talker prefill, as transformers 5.24 generate does
+    match_hf_generate_5_24: bool = False
+    num_threads: int = bounded(0, min=0, max=4096, doc="torch intra-op CPU threads; 0 leaves torch's choice")
 
     @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> HFParams:
-        """Validate `settings` strictly; every problem is reported in one ValueError."""
-        errors = check_settings(settings)
-        if errors:
-            raise ValueError("; ".join(errors))
-        return cls(**settings)
+    def from_settings(cls, settings: dict[str, Any], source: str = "<hf settings>") -> HFParams:
+        """Validate `settings` strictly (every problem in one SpecError); a checkpoint path is required."""
+        config = load_dataclass(cls, Located(dict(settings), source))
+        if not config.model_path:
+            raise SpecError([SpecIssue(source, None, "model_path",
+                                       "the hf backend needs a checkpoint directory: pass --model-path DIR")])
+        return config
 
 
-def check_settings(settings: dict[str, Any]) -> list[str]:
-    """Every problem of `settings` against HFParams, one line each (empty when valid)."""
-    errors: list[str] = []
-    known = {f.name: f for f in fields(HFParams)}
-    for key in settings:
-        if key not in known:
-            errors.append(f"unknown setting {key!r} (known: {', '.join(sorted(known))})")
-    for name, spec in known.items():
-        if name not in settings:
-            if spec.default is MISSING:
-                errors.append(f"the hf backend needs {name!r}: {spec.metadata['doc']} (--model-path DIR)")
-            continue
-        value, kind, meta = settings[name], {"str": str, "bool": bool, "int": int}[spec.type], spec.metadata
-        # a YAML `true` is an int to Python; it must not pass as a number (nor 1 as a bool)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            errors.append(f"setting {name!r} must be {spec.type}, got {type(value).__name__} {value!r}")
-        elif meta["choices"] and value not in meta["choices"]:
-            errors.append(f"setting {name!r} must be one of {', '.join(meta['choices'])}, got {value!r}")
-        elif meta["max"] is not None and not meta["min"] <= value <= meta["max"]:
-            errors.append(f"setting {name!r} must be in [{meta['min']}, {meta['max']}], got {value!r}")
-    return errors
+SETTINGS = HFParams  # what the compiler checks the card's `params` and the command line against

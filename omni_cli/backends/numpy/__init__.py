@@ -13,7 +13,7 @@ from .vocoder import NumpyVocoder
 __all__ = ["PARAMS", "build"]
 
 
-def build(card: CardSpec, params: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+def build(card: CardSpec, params: dict[str, Any], settings: Any = None) -> dict[str, Any]:
     """Components by name. `params[name]` is that component's validated params dataclass."""
     by_role = {spec.role: name for name, spec in card.components.items()}
     thinker_name, talker_name, vocoder_name = by_role["thinker"], by_role["talker"], by_role["vocoder"]

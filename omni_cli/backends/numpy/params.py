@@ -51,3 +51,11 @@ class VocoderParams:
 
 
 PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams}
+
+
+@dataclass(frozen=True)
+class NumpySettings:
+    """The numpy backend takes no backend settings: weights come from the card's seed."""
+
+
+SETTINGS = NumpySettings

@@ -45,7 +45,8 @@ class NumpyVocoder:
         self.noise = ws.rng.uniform(-1.0, 1.0, (_NOISE_FRAMES, SAMPLES_PER_CODE)).astype(np.float32)
         self.harmonic_prior = -np.log(np.arange(1, params.num_harmonics + 1, dtype=np.float32))
 
-    def new_state(self, voice: str | None) -> VocoderState:
+    def new_state(self, voice: str | None, seed: int | None = None) -> VocoderState:
+        # no per-request randomness: the noise table is part of the weights (seed unused)
         h, k = self.params.hidden, self.params.kernel_codes
         return VocoderState(VOICE_F0_HZ.get(voice or "", 210.0),
                             [np.zeros((k - 1, h), np.float32) for _ in self.rest])

@@ -10,13 +10,16 @@ HELP = """Measure time to first audio, latency, throughput and scheduler overhea
 
 Runs the same workloads through one engine in one process — stream vs barrier hand-offs, a text
 and one ten times longer, concurrency 1 vs N — and prints each target as a ratio measured in this
-run. With --reference (an hf card and its --model-path) it also runs Hugging Face `generate` one
-request after another on the same checkpoint and prints our figures beside it.
+run. With --reference (an hf card and its --model-path) it instead runs chat-mode utterances of
+--codes codec tokens through our engine (greedy, streaming) and through Hugging Face `generate`
+one request after another on the same checkpoint, checks that both make the same tokens, and
+prints our figures beside generate's.
 
 \b
   omni bench
   omni bench --requests 16 --concurrency 8 --json
-  omni bench --card qwen2_5_omni --model-path ./tiny-omni --reference
+  python -m omni_cli.backends.hf.tiny ./tiny-omni   # a tiny random checkpoint
+  omni bench --card qwen2_5_omni --model-path ./tiny-omni --reference --no-processes
 """
 
 
@@ -26,7 +29,8 @@ def bench(
     requests: int = typer.Option(8, "--requests", min=1, max=10_000, help="utterances per configuration"),
     concurrency: int = typer.Option(8, "--concurrency", min=1, max=1024, help="requests in flight at once"),
     chars: int = typer.Option(40, "--chars", min=1, max=20_000, help="characters of the short text"),
-    reference: bool = typer.Option(False, "--reference", help="also run HF generate (hf cards only)"),
+    reference: bool = typer.Option(False, "--reference", help="instead: ours beside HF generate (hf cards only)"),
+    codes: int = typer.Option(200, "--codes", min=1, max=8192, help="--reference: codec tokens per utterance"),
     processes: bool = typer.Option(True, "--processes/--no-processes", help="time `omni --help` and `omni speak` as processes"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per line instead of tables"),
 ) -> None:
@@ -35,21 +39,24 @@ def bench(
 
     settings = {"model_path": model_path} if model_path else None
     program = load(card, None, settings)
-    results = standard_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency)
-    ref = None
+    ref, results = None, []
     if reference:
         from ..engine.bench import reference_suite
 
-        ref = reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency)
+        ref = reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
+                              talker_codes=codes)
+    else:
+        results = standard_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency)
     timings = process_timings(card) if processes else {}
     rows = targets(results, ref, timings)
+    ref_results = ref[0] if ref else []
     if as_json:
-        for r in results + (ref or []):
+        for r in results + ref_results:
             typer.echo(json.dumps(r.summary(), ensure_ascii=False))
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False))
         return
-    _render(results + (ref or []), rows)
+    _render(results + ref_results, rows)
 
 
 def _render(results, rows) -> None:

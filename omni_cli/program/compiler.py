@@ -38,6 +38,7 @@ class CompiledProgram:
     components: dict[str, Any]
     loops: dict[str, Loop]
     order: list[NodeSpec]
+    settings: dict[str, Any] = field(default_factory=dict)  # the caller's overrides, to compile variants
     roles: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -92,7 +93,7 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
             spec = card.loops[node.loop]
             cls = ARDecodeLoop if spec.kind == "ar_decode" else AudioDecodeLoop
             loops[node.loop] = cls(node.loop, spec, components[spec.component], len(loops))
-    return CompiledProgram(card, program, components, loops, order)
+    return CompiledProgram(card, program, components, loops, order, dict(settings or {}))
 
 
 def check_program(card: CardSpec, program: ProgramSpec) -> dict[str, Any]:

@@ -79,8 +79,10 @@ class CardSpec:
     def line(self, key: str) -> int | None:
         return self.located.line(key) if self.located else None
 
-    def loop_of(self, component: str) -> str:
-        return next(name for name, loop in self.loops.items() if loop.component == component)
+    def loop_for_role(self, role: str) -> LoopSpec:
+        """The loop that drives the component playing `role` (thinker, talker, vocoder)."""
+        component = next(name for name, comp in self.components.items() if comp.role == role)
+        return next(loop for loop in self.loops.values() if loop.component == component)
 
 
 def load_card(src: Located) -> CardSpec:

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 yaml = pytest.importorskip("yaml")
 
-from conftest import PROMPT  # noqa: E402
+from omni_cli.backends.hf.tiny import PROMPT  # noqa: E402
 from test_hf_parity import hf_generate  # noqa: E402
 
 from omni_cli.api import load  # noqa: E402
@@ -113,3 +113,24 @@ def test_omni_speak_writes_generate_s_waveform(greedy_card, tiny_checkpoint, ref
         assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (24000, 1, 2)
         written = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
     assert np.array_equal(written, float_to_pcm16(reference_run[2].numpy()))
+
+
+def test_batched_token2wav_windows_equal_alone_within_the_cards_tolerance(tiny_checkpoint):
+    from omni_cli.engine.bench import greedy_variant
+
+    # every request makes 60 codes, so their DiT windows have one length and run as one batch
+    program = greedy_variant(load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)}),
+                             {"thinker": 8, "talker": 61}, talker_min=60)
+    requests = [SpeakRequest(f"hello {i}", mode="chat", voice="Chelsie", seed=i, request_id=f"q{i}") for i in range(3)]
+    alone = [Engine(program).submit(r, collect=True).result() for r in requests]
+    engine = Engine(program)
+    batches = []
+    engine.subscribe(lambda e: batches.append(e.batch_size) if getattr(e, "kind", None) == "audio_chunk" else None)
+    handles = [engine.submit(r, collect=True) for r in requests]
+    for _ in engine.events():
+        pass
+    assert max(batches) == 3  # the windows really were batched
+    tolerance = program.card.batching.sample_tolerance
+    for a, t in zip(alone, [h.result() for h in handles], strict=True):
+        assert a.tokens == t.tokens and a.samples.size == t.samples.size > 0
+        assert float(np.max(np.abs(a.samples - t.samples))) <= tolerance

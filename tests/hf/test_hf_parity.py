@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from conftest import PROMPT  # noqa: E402
+from omni_cli.backends.hf.tiny import PROMPT  # noqa: E402
 from hf_driver import run_alone, run_interleaved, speak  # noqa: E402
 
 from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput  # noqa: E402

@@ -24,6 +24,8 @@ class ThinkerParams:
 @dataclass
 class TalkerParams:
     max_new_tokens: int = bounded(4096, min=1, max=65536, doc="most codec tokens per utterance, EOS included")
+    min_new_tokens: int = bounded(0, min=0, max=65536, doc="codec EOS is suppressed before this many (generate's "
+                                                          "talker_min_new_tokens)")
 
 
 @dataclass

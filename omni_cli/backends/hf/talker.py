@@ -56,6 +56,7 @@ class HFTalker:
         self._voices = loaded.voices
         self.add_codec_bos_pad = not settings.match_hf_generate_5_24
         self.max_new_tokens = params.max_new_tokens
+        self.min_new_tokens = params.min_new_tokens
         cfg = self.config
         self.codec_bos = int(cfg.tts_codec_start_token_id)
         self.codec_pad = int(cfg.tts_codec_pad_token_id)
@@ -117,8 +118,9 @@ class HFTalker:
         return self._reply_vector(items, step, is_closed)
 
     def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
-        # generate has no minimum and a fixed maximum (talker_max_new_tokens, EOS included)
-        return 0, self.max_codes_for(len(items))
+        # generate's bounds are constants (talker_min/max_new_tokens, EOS included), the same whether
+        # the thinker is done or not: stream and barrier hand-offs stop at the same step
+        return self.min_new_tokens, self.max_codes_for(len(items))
 
     def max_codes_for(self, num_reply_tokens: int) -> int:
         return max(self.max_new_tokens, num_reply_tokens)

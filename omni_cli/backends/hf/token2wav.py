@@ -31,6 +31,17 @@ NOISE_GROWTH_FRAMES = 256  # noise is drawn in blocks; any multiple of 16 floats
 
 
 @dataclass
+class _Window:
+    """One chunk's DiT input: noise and codes over the window, and which frames of its output to keep."""
+
+    noise: torch.Tensor  # [1, frames, mel_dim]
+    codes: torch.Tensor  # [1, frames / repeats]
+    voice: Voice
+    keep_from: int
+    keep_to: int
+
+
+@dataclass
 class VocoderState:
     """One utterance: its voice, its noise stream and what BigVGAN needs from the previous chunk."""
 
@@ -96,9 +107,11 @@ class HFVocoder:
         return dit + bigvgan
 
     def run(self, kind: str, inputs: list[VocoderChunkInput]) -> list[VocoderChunkOutput]:
+        """A batch of chunks: DiT windows of equal length and voice are integrated as one batch."""
         if kind != AUDIO_CHUNK:
             raise ValueError(f"the vocoder runs audio_chunk WorkUnits, not {kind!r}")
-        return [VocoderChunkOutput(samples=self._chunk(inp)) for inp in inputs]
+        samples = self._finish(inputs, self._sample([self._window(inp) for inp in inputs]))
+        return [VocoderChunkOutput(samples=s) for s in samples]
 
     def synthesize(self, codes: list[int], voice: str | None = None, seed: int | None = None) -> np.ndarray:
         """Whole-utterance token2wav: one chunk over every code."""
@@ -106,53 +119,91 @@ class HFVocoder:
         return self._chunk(VocoderChunkInput(state=state, codes=codes, start=0, end=len(codes), is_final=True))
 
     # ---- one chunk ----
-    @torch.no_grad()
     def _chunk(self, inp: VocoderChunkInput) -> np.ndarray:
+        return self._finish([inp], self._sample([self._window(inp)]))[0]
+
+    @torch.no_grad()
+    def _finish(self, inputs: list[VocoderChunkInput], kept: list[torch.Tensor | None]) -> list[np.ndarray]:
+        """BigVGAN over each kept mel (after the previous chunk's overlap), batched where lengths agree;
+        the samples each chunk makes final."""
+        plans = []
+        for inp, mel in zip(inputs, kept):
+            state: VocoderState = inp.state
+            is_last = inp.is_final and inp.end == len(inp.codes)
+            stop = inp.end * self.repeats
+            pieces = [m for m in (state.mel_tail, mel) if m is not None and m.shape[2]]
+            # one piece: the DiT's own view, so a whole utterance reaches BigVGAN as in transformers
+            mel_in = None if not pieces else pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
+            emit_from = state.emitted_frames
+            emit_to = stop if is_last else max(emit_from, stop - self.overlap_frames // 2)
+            plans.append((mel_in, emit_from, emit_to, stop, is_last))
+        waves: list[np.ndarray | None] = [None] * len(plans)
+        groups: dict[int, list[int]] = {}
+        for i, (mel_in, emit_from, emit_to, *_) in enumerate(plans):
+            if mel_in is not None and emit_to > emit_from:
+                groups.setdefault(mel_in.shape[2], []).append(i)
+        for members in groups.values():
+            batch = plans[members[0]][0] if len(members) == 1 else torch.cat([plans[i][0] for i in members])
+            out = self.bigvgan(batch).reshape(len(members), -1).float().numpy()
+            for row, i in enumerate(members):
+                waves[i] = out[row]
+        samples = []
+        # the states move on only now: a batch that raised leaves every request as it was
+        for inp, (mel_in, emit_from, emit_to, stop, is_last), wave in zip(inputs, plans, waves):
+            state = inp.state
+            state.emitted_frames = emit_to
+            state.mel_tail = mel_in[:, :, -self.overlap_frames:] if mel_in is not None and self.overlap_frames else None
+            state.next_code = inp.end
+            state.is_finished = is_last
+            if wave is None:
+                samples.append(np.zeros(0, dtype=np.float32))
+                continue
+            in_first = stop - mel_in.shape[2]
+            piece = wave[(emit_from - in_first) * self.hop:(emit_to - in_first) * self.hop]
+            samples.append(np.ascontiguousarray(piece, dtype=np.float32))
+        return samples
+
+    def _window(self, inp: VocoderChunkInput) -> _Window | None:
+        """The DiT window that yields mel frames [2*start, 2*end) of this chunk (None: no frames)."""
         state: VocoderState = inp.state
         start, end, num_codes = inp.start, inp.end, len(inp.codes)
         if state.is_finished or start != state.next_code or not start <= end <= num_codes:
             raise ValueError(f"chunk [{start}, {end}) does not follow [.., {state.next_code}) of {num_codes} codes")
-        is_last = inp.is_final and end == num_codes
         first, stop = start * self.repeats, end * self.repeats
-        kept = self._kept_mel(inp, first, stop) if stop > first else None
-        pieces = [m for m in (state.mel_tail, kept) if m is not None and m.shape[2]]
-        if not pieces:
-            mel_in = None
-        elif len(pieces) == 1:
-            mel_in = pieces[0]  # the DiT's own view: a whole utterance reaches BigVGAN as in transformers
-        else:
-            mel_in = torch.cat(pieces, dim=2)
-        emit_from = state.emitted_frames
-        emit_to = stop if is_last else max(emit_from, stop - self.overlap_frames // 2)
-        samples = np.zeros(0, dtype=np.float32)
-        if mel_in is not None and emit_to > emit_from:
-            in_first = stop - mel_in.shape[2]
-            wave = self.bigvgan(mel_in).reshape(-1).float().numpy()
-            samples = wave[(emit_from - in_first) * self.hop : (emit_to - in_first) * self.hop]
-        state.emitted_frames = emit_to
-        state.mel_tail = mel_in[:, :, -self.overlap_frames :] if mel_in is not None and self.overlap_frames else None
-        state.next_code = end
-        state.is_finished = is_last
-        return np.ascontiguousarray(samples, dtype=np.float32)
-
-    def _kept_mel(self, inp: VocoderChunkInput, first: int, stop: int) -> torch.Tensor:
-        """Mel frames [first, stop) of this chunk, from one DiT window with past and future context."""
-        available = len(inp.codes) * self.repeats
+        if stop <= first:
+            return None
+        available = num_codes * self.repeats
         win_first = max(0, (first - self.past_frames) // self.block_frames * self.block_frames)
         win_stop = stop + self.future_frames
         if inp.is_final:
             win_stop = min(win_stop, available)
         elif win_stop > available:
-            raise ValueError(f"chunk [{inp.start}, {inp.end}) needs {self.lookahead_codes} codes of look-ahead")
-        noise = self._noise(inp.state, win_stop)[:, win_first:win_stop].to(self.device)
-        codes = torch.tensor(
-            [list(inp.codes[win_first // self.repeats : win_stop // self.repeats])],
-            dtype=torch.long,
-            device=self.device,
-        )
-        voice = inp.state.voice
-        mel = sample_window(self.dit, noise, codes, voice.cond, voice.ref_mel, self.ode)
-        return mel[:, :, first - win_first : stop - win_first]
+            raise ValueError(f"chunk [{start}, {end}) needs {self.lookahead_codes} codes of look-ahead")
+        noise = self._noise(state, win_stop)[:, win_first:win_stop].to(self.device)
+        codes = torch.tensor([list(inp.codes[win_first // self.repeats: win_stop // self.repeats])],
+                             dtype=torch.long, device=self.device)
+        return _Window(noise, codes, state.voice, first - win_first, stop - win_first)
+
+    @torch.no_grad()
+    def _sample(self, windows: list[_Window | None]) -> list[torch.Tensor | None]:
+        """Each window's kept mel [1, mel_dim, frames]; windows of one length and voice run as one batch."""
+        groups: dict[tuple, list[int]] = {}
+        for i, w in enumerate(windows):
+            if w is not None:
+                groups.setdefault((w.noise.shape[1], w.voice.name), []).append(i)
+        out: list[torch.Tensor | None] = [None] * len(windows)
+        for members in groups.values():
+            ws = [windows[i] for i in members]
+            voice = ws[0].voice
+            if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers
+                mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, voice.ref_mel, self.ode)
+            else:
+                batch = len(ws)
+                mel = sample_window(self.dit, torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws]),
+                                    voice.cond.expand(batch, -1), voice.ref_mel.expand(batch, -1, -1), self.ode)
+            for row, (i, w) in enumerate(zip(members, ws)):
+                out[i] = mel[row:row + 1, :, w.keep_from:w.keep_to]
+        return out
 
     def _noise(self, state: VocoderState, frames: int) -> torch.Tensor:
         drawn = state.noise.shape[1]

@@ -1,0 +1,53 @@
+"""The request-level reference: Hugging Face `generate` on the same checkpoint, one request at a time."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class ReferenceRun:
+    thinker_tokens: list[int]
+    talker_tokens: list[int]  # codec ids after the prefill, EOS included when it came
+    samples: np.ndarray  # float32 waveform at 24 kHz
+    latency_s: float  # the whole call: with generate the first audio comes at the end
+
+
+class GenerateReference:
+    """`Qwen2_5OmniForConditionalGeneration.generate`, greedy talker, timed per request."""
+
+    def __init__(self, model_path: str, talker_eos_ids: list[int]):
+        from transformers import Qwen2_5OmniForConditionalGeneration
+
+        self.model = Qwen2_5OmniForConditionalGeneration.from_pretrained(model_path).eval()
+        self.talker_eos_ids = talker_eos_ids
+
+    def run(self, input_ids: list[int], *, voice: str, seed: int, thinker_max: int, talker_max: int,
+            talker_min: int = 0) -> ReferenceRun:
+        import torch
+
+        captured = {}
+        talker_generate = self.model.talker.generate
+
+        def spy(*args, **kwargs):  # generate returns no talker ids; keep them to compare codes
+            captured["talker"] = talker_generate(*args, **kwargs)
+            return captured["talker"]
+
+        self.model.talker.generate = spy
+        try:
+            torch.manual_seed(seed)  # token2wav draws its noise from the global generator
+            start = time.perf_counter()
+            with torch.no_grad():
+                sequences, wave = self.model.generate(
+                    torch.tensor([input_ids]), speaker=voice, thinker_max_new_tokens=thinker_max,
+                    talker_max_new_tokens=talker_max, talker_min_new_tokens=talker_min, talker_do_sample=False,
+                    talker_eos_token_id=self.talker_eos_ids)
+            latency = time.perf_counter() - start
+        finally:
+            del self.model.talker.generate
+        talker = captured["talker"][0, len(input_ids) + 2:].tolist()
+        samples = wave.reshape(-1).float().numpy()
+        return ReferenceRun(sequences[0, len(input_ids):].tolist(), talker, samples, latency)

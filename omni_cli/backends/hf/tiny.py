@@ -1,0 +1,158 @@
+"""A tiny random Qwen2.5-Omni checkpoint (weights, tokenizer, spk_dict.pt) for tests and benchmarks.
+
+No weights can be downloaded here, so the real-model path is exercised on this: the reference
+config of about 1.1 M parameters, random weights rescaled so that every stage's output varies,
+a character-level tokenizer, and a synthetic `spk_dict.pt` with two voices. torch and
+transformers are imported inside the functions only.
+
+    python -m omni_cli.backends.hf.tiny DIR     # writes a checkpoint to DIR
+"""
+
+from __future__ import annotations
+
+import json
+import string
+import sys
+from pathlib import Path
+
+CONFIG_PATH = Path(__file__).with_name("tiny_config.json")  # ~1.1 M parameters, builds and generates on CPU
+VOICES = {"Chelsie": 190, "Ethan": 191}  # voice -> its text BOS token (a thinker id, as in real spk_dict.pt)
+TALKER_STOP_AT = 40  # the greedy talker of the test prompt emits codec EOS at (about) this step
+THINKER_STOP_AT = 6  # ... and the greedy thinker its EOS at (about) this step
+PROMPT = "hello there"
+
+# ids the tiny configs name: thinker/talker multimodal ids 1..8, text pad/bos/eos 197..199
+SPECIAL_TOKENS = {
+    0: "<|endoftext|>",
+    1: "<|AUDIO|>",
+    2: "<|IMAGE|>",
+    3: "<|VIDEO|>",
+    4: "<|audio_bos|>",
+    5: "<|audio_eos|>",
+    7: "<|vision_bos|>",
+    8: "<|vision_eos|>",
+    9: "<|im_start|>",
+    10: "<|im_end|>",
+    197: "<|tts_pad|>",
+    198: "<|tts_bos|>",
+    199: "<|tts_eos|>",
+}
+
+
+def save_tokenizer(directory: Path, vocab_size: int) -> None:
+    """A character-level tokenizer (BPE without merges) with the chat template's special tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in SPECIAL_TOKENS.items()}
+    vocab["user"] = 6  # the thinker config's user_token_id
+    next_id = 11
+    for char in string.ascii_letters + string.digits + " \n.,!?'-:;":
+        vocab[char] = next_id
+        next_id += 1
+    taken = set(vocab.values())
+    vocab.update({f"<|extra_{i}|>": i for i in range(vocab_size) if i not in taken})
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tokenizer.decoder = decoders.Fuse()
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS.values()])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    fast.save_pretrained(directory)
+
+
+def _first_new_at(tokens: list[int], index: int, avoid: set[int]) -> int:
+    """A token of `tokens` at or after `index` that does not occur before it (nor in `avoid`)."""
+    for i in range(index, len(tokens)):
+        if tokens[i] not in tokens[:i] and tokens[i] not in avoid:
+            return tokens[i]
+    raise RuntimeError(f"no fresh token after step {index} in {tokens}; pick another seed")
+
+
+def build_tiny_checkpoint(directory: Path) -> Path:
+    """Random weights whose greedy run of PROMPT stops by itself: the thinker's EOS is chosen as a token
+    it first emits at step THINKER_STOP_AT; unless the talker emits codec EOS by itself, codec_head rows
+    are swapped so that its step-TALKER_STOP_AT token becomes codec EOS (both trajectories are
+    unchanged before that)."""
+    import torch
+    from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration
+
+    from . import build
+
+    config = Qwen2_5OmniConfig(**json.loads(CONFIG_PATH.read_text()))
+    torch.manual_seed(1236)  # a seed whose greedy thinker reply has a fresh token at step 6
+    model = Qwen2_5OmniForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        # at the default init scale the tiny talker collapses onto one repeated code; larger weights
+        # make its greedy codes vary, so code-level parity checks something
+        for weight in model.talker.parameters():
+            if weight.ndim == 2:
+                weight.normal_(0.0, 0.3)
+        # text embeddings at the talker's scale, so the text EOS/PAD and voice BOS vectors of the
+        # hand-off steer its codes (at 0.02 they would not, and a wrong pairing could pass unseen)
+        model.thinker.get_input_embeddings().weight.normal_(0.0, 0.3)
+        # ... and the random BigVGAN whispers at ~1e-7: bring it to speech level (RMS about 0.1)
+        probe = model.token2wav(
+            torch.arange(40)[None] % 100, conditioning=torch.randn(1, 16), reference_mel=torch.randn(1, 30, 80)
+        )
+        model.token2wav.code2wav_bigvgan_model.conv_post.weight.mul_(0.1 / probe.pow(2).mean().sqrt())
+    spk = {
+        name: {"bos_token": bos, "cond": torch.randn(1, 16), "ref_mel": torch.randn(1, 30 + 7 * i, 80)}
+        for i, (name, bos) in enumerate(VOICES.items())
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    save_tokenizer(directory, config.thinker_config.text_config.vocab_size)
+    torch.save(spk, directory / "spk_dict.pt")
+    model.save_pretrained(directory)
+
+    # the thinker, run greedily through our own components, picks its EOS
+    settings = {"model_path": str(directory), "match_hf_generate_5_24": True}
+    parts = build(None, {}, settings)
+    ids = parts["thinker"].encode(PROMPT, "chat").prefill_ids
+    model.speaker_map = spk
+    # only the thinker and talker trajectories matter here: skip the waveform
+    model.token2wav.forward = lambda *args, **kwargs: torch.zeros(1)
+    talker_cfg = config.talker_config
+    talker_eos = [talker_cfg.tts_codec_pad_token_id, talker_cfg.tts_codec_end_token_id]
+    seq = model.thinker.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False)
+    reply = seq[0, len(ids) :].tolist()
+    eos = _first_new_at(reply, THINKER_STOP_AT, set(SPECIAL_TOKENS) | set(VOICES.values()))
+    config.thinker_config.text_config.eos_token_id = eos
+    model.thinker.generation_config.eos_token_id = eos
+
+    captured = {}
+    generate = model.talker.generate
+
+    def spy(*args, **kwargs):
+        captured["out"] = generate(*args, **kwargs)
+        return captured["out"]
+
+    model.talker.generate = spy
+    model.generate(
+        torch.tensor([ids]),
+        speaker="Chelsie",
+        thinker_max_new_tokens=12,
+        talker_max_new_tokens=TALKER_STOP_AT + 20,
+        talker_do_sample=False,
+        talker_eos_token_id=talker_eos,
+    )
+    del model.talker.generate
+    del model.token2wav.forward
+    codes = captured["out"][0, len(ids) + 2 :].tolist()
+    stops = [i for i, code in enumerate(codes) if code in talker_eos]
+    if stops:  # the talker stops by itself
+        if stops[0] < TALKER_STOP_AT // 2:
+            raise RuntimeError(f"the talker stops too early: {codes}; pick another seed")
+    else:
+        prefill_codes = {talker_cfg.tts_codec_mask_token_id, *talker_eos, talker_cfg.tts_codec_start_token_id}
+        fresh = _first_new_at(codes, TALKER_STOP_AT, prefill_codes)
+        end = talker_cfg.tts_codec_end_token_id
+        with torch.no_grad():
+            weight = model.talker.codec_head.weight
+            weight[[fresh, end]] = weight[[end, fresh]].clone()
+    model.save_pretrained(directory)
+    return directory
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m omni_cli.backends.hf.tiny DIR")
+    print(build_tiny_checkpoint(Path(sys.argv[1])))

@@ -61,27 +61,15 @@ def sample_window(
         )
     speaker = cond.unsqueeze(1).repeat(1, frames, 1)
     guidance = settings.guidance_scale
+    guided_run = guidance >= 1e-5
 
     def velocity(time: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        if guidance < 1e-5:
-            return dit(
-                hidden_states=state,
-                speaker_embedding=speaker,
-                condition_vector=ref_mel,
-                quantized_code=codes,
-                time_step=time,
-                apply_cfg=False,
-            )
-        # classifier-free guidance: one batch of [conditioned, unconditioned]
-        both = dit(
-            hidden_states=state,
-            quantized_code=codes,
-            speaker_embedding=speaker,
-            condition_vector=ref_mel,
-            time_step=time,
-            apply_cfg=True,
-        )
-        guided, null = torch.chunk(both, 2, dim=0)
+        # with guidance: one batch of [conditioned, unconditioned] rows
+        out = dit(hidden_states=state, quantized_code=codes, speaker_embedding=speaker, condition_vector=ref_mel,
+                  time_step=time, apply_cfg=guided_run)
+        if not guided_run:
+            return out
+        guided, null = torch.chunk(out, 2, dim=0)
         return guided + (guided - null) * guidance
 
     final = integrate_rk4(velocity, noise, time_points(settings, codes.device, speaker.dtype))

@@ -191,7 +191,7 @@ def test_cancel_a_real_request_closes_everything(toy):
     handle.cancel()
     events = list(handle.stream())
     assert isinstance(events[-1], RequestDone) and events[-1].status is RequestStatus.CANCELLED
-    for loop, state in handle._request.wired.states:
+    for _, state in handle._request.wired.states:
         assert state.status is LoopStatus.FINISHED
     assert all(ch.is_closed for ch in handle._request.wired.slots.values() if hasattr(ch, "is_closed"))
     assert engine.budget.reserved == 0 and engine.is_idle

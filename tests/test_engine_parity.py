@@ -32,7 +32,7 @@ def solo(toy):
 @pytest.mark.parametrize("policy", ["latency-first", "round-robin"])
 def test_serial_equals_interleaved(toy, solo, policy):
     engine, together = run_together(toy, MIX, policy=policy, max_batch=1)
-    for a, b in zip(solo, together):
+    for a, b in zip(solo, together, strict=True):
         assert_same(a, b)
     assert engine.stats.batched_calls == engine.stats.work_units  # max_batch=1: no batching
 
@@ -41,7 +41,7 @@ def test_batched_equals_unbatched(toy, solo):
     engine, together = run_together(toy, MIX, max_batch=16)
     assert engine.stats.batched_calls < engine.stats.work_units  # batches really formed
     tolerance = toy.card.batching.sample_tolerance
-    for a, b in zip(solo, together):
+    for a, b in zip(solo, together, strict=True):
         assert a.tokens == b.tokens
         assert a.samples.shape == b.samples.shape and a.samples.size
         assert float(np.max(np.abs(a.samples - b.samples))) <= tolerance

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+
 import typer
 
 HELP = """Measure time to first audio, latency, throughput and scheduler overhead.

@@ -64,7 +64,7 @@ class BenchResult:
             "label": self.label, **{f"workload_{k}": v for k, v in asdict(self.workload).items()},
             "ttfa_p50_s": _quantile(self.ttfa_s, 0.5), "ttfa_p95_s": _quantile(self.ttfa_s, 0.95),
             "latency_p50_s": _quantile(self.latency_s, 0.5), "latency_p95_s": _quantile(self.latency_s, 0.95),
-            "rtf_p50": _quantile([lat / a for lat, a in zip(self.latency_s, self.audio_s) if a > 0], 0.5),
+            "rtf_p50": _quantile([lat / a for lat, a in zip(self.latency_s, self.audio_s, strict=True) if a > 0], 0.5),
             "audio_s_per_wall_s": audio_total / self.wall_s if self.wall_s else None,
             "work_units_per_s": self.work_units / self.wall_s if self.wall_s and self.work_units else None,
             "overhead_us_per_unit": None if self.overhead_per_unit_s is None else self.overhead_per_unit_s * 1e6,

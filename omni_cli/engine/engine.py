@@ -219,9 +219,13 @@ class Engine:
             dur = self._clock() - t
             self.stats.component_s += dur
             self.budget.release(need)
+        if len(outputs) != len(live):  # a broken component: its batch fails, the engine goes on
+            for entry in live:
+                self._fail(entry.request, f"{entry.loop.loop_id}: component returned {len(outputs)} outputs for {len(live)}")
+            return
         self.stats.batched_calls += 1
         loop = live[0].loop
-        items = [(e.state, e.plan, o) for e, o in zip(live, outputs)]
+        items = [(e.state, e.plan, o) for e, o in zip(live, outputs, strict=True)]
         try:
             if hasattr(loop, "advance_many"):
                 errors = loop.advance_many(items)
@@ -229,7 +233,7 @@ class Engine:
                 errors = [_try(loop.advance, *item) for item in items]
         except Exception as exc:  # the batch's shared part (e.g. sampling) broke: fail each of its requests
             errors = [exc] * len(items)
-        for entry, error in zip(live, errors):
+        for entry, error in zip(live, errors, strict=True):
             r, plan = entry.request, entry.plan
             if error is not None:
                 self._fail(r, f"{loop.loop_id}: {one_line(error)}")

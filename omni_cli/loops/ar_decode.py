@@ -111,10 +111,10 @@ class ARDecodeLoop:
                 [items[i][2].logits for i in sampled], [items[i][0].rng for i in sampled],
                 [items[i][0].history for i in sampled],
                 [len(items[i][0].tokens) >= items[i][0].feed.bounds()[0] for i in sampled])
-            for i, token in zip(sampled, chosen):
+            for i, token in zip(sampled, chosen, strict=True):
                 tokens[i] = token
         errors: list[Exception | None] = []
-        for (state, plan, output), token in zip(items, tokens):
+        for (state, plan, output), token in zip(items, tokens, strict=True):
             try:
                 self._fold(state, plan, output, token)
                 errors.append(None)

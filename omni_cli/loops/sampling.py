@@ -47,7 +47,7 @@ class Sampler:
         """One token per row. Every step is row-wise, so a row's token does not depend on its batch-mates."""
         p = self.params
         rows = [apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, p.repetition_penalty)
-                for x, h in zip(logits, histories)]
+                for x, h in zip(logits, histories, strict=True)]
         scores = rows[0][None] if len(rows) == 1 else np.stack(rows)
         size = scores.shape[1]
         masks = np.stack([self._mask(size, a) for a in allow_eos]) if len(set(allow_eos)) > 1 else self._mask(size, allow_eos[0])

@@ -7,7 +7,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..loops import ARChannel, ARDecodeLoop, AudioDecodeLoop, Channel, LoopState
-from ..spec import CardSpec, Located, NodeSpec, ProgramSpec, SpeakRequest, SpecError, SpecIssue, load_dataclass, topological_order
+from ..spec import (
+    CardSpec,
+    Located,
+    NodeSpec,
+    ProgramSpec,
+    SpeakRequest,
+    SpecError,
+    SpecIssue,
+    load_dataclass,
+    topological_order,
+)
 from ..spec.errors import IssueList
 from ..spec.stream import StreamEvent
 from .backends import backend_module, params_schema, settings_schema
@@ -164,7 +174,7 @@ def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -
         else:
             (reads_one, makes), who = LOOP_SLOTS[card.loops[node.loop].kind], f"loop {node.loop!r}"
             reads = (reads_one,)
-        for j, (slot, wanted) in enumerate(zip(node.inputs, reads)):
+        for j, (slot, wanted) in enumerate(zip(node.inputs, reads, strict=True)):
             have = kinds.get(slot)
             if have is not None and have != wanted:
                 key = f"nodes.{index[id(node)]}.inputs.{j}"

@@ -15,8 +15,8 @@ pytest.importorskip("transformers")
 
 from omni_cli.backends.base import BackendUnavailable  # noqa: E402
 from omni_cli.backends.hf import PARAMS, HFParams, build  # noqa: E402
-from omni_cli.spec import SpecError  # noqa: E402
 from omni_cli.backends.hf.processing import hf_parity_processing  # noqa: E402
+from omni_cli.spec import SpecError  # noqa: E402
 
 
 def _issues(settings):

@@ -15,11 +15,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 yaml = pytest.importorskip("yaml")
 
-from omni_cli.backends.hf.tiny import PROMPT  # noqa: E402
 from test_hf_parity import hf_generate  # noqa: E402
 
 from omni_cli.api import load  # noqa: E402
 from omni_cli.audio.pcm import float_to_pcm16  # noqa: E402
+from omni_cli.backends.hf.tiny import PROMPT  # noqa: E402
 from omni_cli.engine import Engine  # noqa: E402
 from omni_cli.spec.request import SpeakRequest  # noqa: E402
 

@@ -8,11 +8,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from omni_cli.backends.hf.tiny import PROMPT  # noqa: E402
 from hf_driver import run_alone, run_interleaved, speak  # noqa: E402
 
 from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput  # noqa: E402
 from omni_cli.backends.hf import build  # noqa: E402
+from omni_cli.backends.hf.tiny import PROMPT  # noqa: E402
 
 FAST = {"vocoder": {"dit_num_steps": 4}}
 

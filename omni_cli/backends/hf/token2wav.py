@@ -127,7 +127,7 @@ class HFVocoder:
         """BigVGAN over each kept mel (after the previous chunk's overlap), batched where lengths agree;
         the samples each chunk makes final."""
         plans = []
-        for inp, mel in zip(inputs, kept):
+        for inp, mel in zip(inputs, kept, strict=True):
             state: VocoderState = inp.state
             is_last = inp.is_final and inp.end == len(inp.codes)
             stop = inp.end * self.repeats
@@ -149,7 +149,7 @@ class HFVocoder:
                 waves[i] = out[row]
         samples = []
         # the states move on only now: a batch that raised leaves every request as it was
-        for inp, (mel_in, emit_from, emit_to, stop, is_last), wave in zip(inputs, plans, waves):
+        for inp, (mel_in, emit_from, emit_to, stop, is_last), wave in zip(inputs, plans, waves, strict=True):
             state = inp.state
             state.emitted_frames = emit_to
             state.mel_tail = mel_in[:, :, -self.overlap_frames:] if mel_in is not None and self.overlap_frames else None
@@ -201,7 +201,7 @@ class HFVocoder:
                 batch = len(ws)
                 mel = sample_window(self.dit, torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws]),
                                     voice.cond.expand(batch, -1), voice.ref_mel.expand(batch, -1, -1), self.ode)
-            for row, (i, w) in enumerate(zip(members, ws)):
+            for row, (i, w) in enumerate(zip(members, ws, strict=True)):
                 out[i] = mel[row:row + 1, :, w.keep_from:w.keep_to]
         return out
 

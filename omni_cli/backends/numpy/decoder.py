@@ -95,7 +95,7 @@ class Decoder:
             gate_up = linear(rms_norm(x, layer["norm2"]), layer["gate_up"])
             half = gate_up.shape[1] // 2
             x = x + linear(silu(gate_up[:, :half]) * gate_up[:, half:], layer["down"])
-        for cache, n in zip(caches, sizes):
+        for cache, n in zip(caches, sizes, strict=True):
             cache.length += n
         x = rms_norm(x, self.final_norm)
         return [x[offsets[i]:offsets[i + 1]] for i in range(len(rows))]

@@ -98,7 +98,7 @@ class NumpyTalker:
         sizes = [c.shape[0] for c in conds]
         projected = linear(np.concatenate(conds, axis=0), self.cond_proj)
         rows, offset = [], 0
-        for i, n in zip(inputs, sizes):
+        for i, n in zip(inputs, sizes, strict=True):
             row = self.codec_embedding[np.asarray(i.token_ids, dtype=np.int64)] + projected[offset:offset + n]
             if kind == AR_PREFILL:
                 row = row + self.voice_embedding[i.prefill[1]]

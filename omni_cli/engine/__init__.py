@@ -1,9 +1,10 @@
 """The engine: requests, admission, scheduling, cancellation, trace events."""
 
 from .admission import AdmissionError, MemoryBudget
-from .engine import Engine, EngineStats
+from .engine import Engine
 from .request import RequestHandle, RequestResult
 from .scheduler import POLICIES
+from .stats import EngineStats
 from .trace import RequestEvent, TraceEvent, WorkUnitEvent
 
 __all__ = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from ..loops import Wait, WorkPlan
 from ..program import CompiledProgram
@@ -14,21 +13,8 @@ from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
 from .admission import AdmissionError, MemoryBudget, mib
 from .request import EngineRequest, RequestHandle
 from .scheduler import POLICIES, Entry, group_plans, order_groups
+from .stats import EngineStats
 from .trace import RequestEvent, TraceEvent, WorkUnitEvent
-
-
-@dataclass
-class EngineStats:
-    ticks: int = 0
-    work_units: int = 0
-    batched_calls: int = 0
-    tick_s: float = 0.0  # wall time inside step()
-    component_s: float = 0.0  # of which inside component.run
-
-    @property
-    def overhead_per_unit_s(self) -> float:
-        """Engine time not spent inside components, per WorkUnit."""
-        return (self.tick_s - self.component_s) / self.work_units if self.work_units else 0.0
 
 
 def _try(fn, *args) -> Exception | None:

@@ -35,3 +35,19 @@ def test_an_unknown_voice_lists_the_known_ones(toy):
 
     with pytest.raises(SpecError, match="unknown voice 'bass' \\(known: alto, tenor\\)"):
         Engine(toy).submit(SpeakRequest("Hi", voice="bass"))
+
+
+def test_echo_text_longer_than_the_thinkers_max_tokens_is_refused_not_cut(toy):
+    from dataclasses import replace
+
+    from omni_cli.engine import Engine
+    from omni_cli.program import compile_program
+
+    card = toy.card
+    loops = {**card.loops, "thinker_decode": replace(card.loops["thinker_decode"], max_tokens=20)}
+    small = replace(card, loops=loops)
+    small.located = card.located
+    program = compile_program(small, toy.program)
+    with pytest.raises(SpecError, match="the text is 30 tokens, over the thinker_decode loop's max_tokens of 20"):
+        Engine(program).submit(SpeakRequest("x" * 30))
+    assert run_alone(program, SpeakRequest("x" * 19)).text == "x" * 19  # 19 tokens + EOS fit

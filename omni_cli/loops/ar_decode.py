@@ -9,6 +9,7 @@ import numpy as np
 
 from ..backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARModel, ARStepInput, ARStepOutput
 from ..spec.card import LoopSpec
+from ..spec.errors import SpecError, SpecIssue
 from .base import DONE, Done, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from .channel import ARChannel
 from .feeds import ARFeed
@@ -47,6 +48,11 @@ class ARDecodeLoop:
     def init(self, request_id: str, feed: ARFeed, out: ARChannel, *, seed: int, max_tokens: int | None = None) -> ARState:
         limit = self.spec.max_tokens if max_tokens is None else min(max_tokens, self.spec.max_tokens)
         _, feed_max = feed.bounds()
+        if feed.forced_at(0) is not None and feed_max > self.spec.max_tokens:
+            # echo: cutting the forced reply short would silently drop the end of the text
+            raise SpecError([SpecIssue("<request>", None, "text",
+                                       f"the text is {feed_max - 1} tokens, over the {self.loop_id} loop's max_tokens "
+                                       f"of {self.spec.max_tokens} (split it into lines: one utterance per line)")])
         out.prompt_positions = feed.prefill_hint()  # replaced by the real count after the prefill
         out.max_items = limit if feed_max is None else min(limit, feed_max)
         hint = feed.max_positions_hint()

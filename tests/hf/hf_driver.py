@@ -16,7 +16,8 @@ from omni_cli.backends.base import (
     ARStepInput,
     VocoderChunkInput,
 )
-from omni_cli.backends.hf.processing import TALKER_GENERATE_DEFAULTS, hf_parity_processing
+from omni_cli.backends.hf.processing import TALKER_GENERATE_DEFAULTS
+from omni_cli.loops.sampling import apply_repetition_penalty
 
 
 @dataclass
@@ -95,7 +96,7 @@ def speak(
                 return False
             res = talker.run(AR_TOKEN, [ARStepInput(k_cache, [out.talker_tokens[-1]], cond=cond)])[0]
         penalty = TALKER_GENERATE_DEFAULTS["repetition_penalty"]
-        scores = hf_parity_processing(res.logits, talker_history, penalty, talker.suppress_token_ids)
+        scores = suppress_ids(apply_repetition_penalty(res.logits, talker_history, penalty), talker.suppress_token_ids)
         token = int(np.argmax(scores))
         out.talker_tokens.append(token)
         talker_history.append(token)
@@ -138,8 +139,14 @@ def speak(
     return out
 
 
+def suppress_ids(logits: np.ndarray, ids) -> np.ndarray:
+    scores = np.array(logits, dtype=np.float32, copy=True)
+    scores[sorted(ids)] = -np.inf
+    return scores
+
+
 def greedy(logits: np.ndarray, suppress: frozenset[int]) -> int:
-    return int(np.argmax(hf_parity_processing(logits, (), 1.0, suppress)))
+    return int(np.argmax(suppress_ids(logits, suppress)))
 
 
 def run_alone(gen: Generator[str, None, Outcome]) -> Outcome:

@@ -15,8 +15,9 @@ pytest.importorskip("transformers")
 
 from omni_cli.backends.base import BackendUnavailable  # noqa: E402
 from omni_cli.backends.hf import PARAMS, HFParams, build  # noqa: E402
-from omni_cli.backends.hf.processing import hf_parity_processing  # noqa: E402
+from omni_cli.loops.sampling import Sampler, apply_repetition_penalty  # noqa: E402
 from omni_cli.spec import SpecError  # noqa: E402
+from omni_cli.spec.card import SamplingSpec  # noqa: E402
 
 
 def _issues(settings):
@@ -78,7 +79,7 @@ def test_components_describe_themselves(parts):
     assert talker.code_of(121) is None and talker.code_of(122) is None and talker.code_of(124) == 124
 
 
-def test_parity_processing_matches_transformers_processors():
+def test_our_sampler_processes_logits_as_transformers_generate_does():
     import torch
     from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor, SuppressTokensLogitsProcessor
 
@@ -88,8 +89,10 @@ def test_parity_processing_matches_transformers_processors():
         history = rng.integers(0, 128, size=int(rng.integers(1, 60))).tolist()
         ids = torch.tensor([history])
         want = RepetitionPenaltyLogitsProcessor(1.05)(ids, torch.from_numpy(logits.copy())[None])
+        assert np.array_equal(apply_repetition_penalty(logits, history, 1.05), want[0].numpy())
         want = SuppressTokensLogitsProcessor([121])(ids, want)[0].numpy()
-        assert np.array_equal(hf_parity_processing(logits, history, 1.05, [121]), want)
+        greedy = Sampler(SamplingSpec(temperature=0.0, repetition_penalty=1.05), suppressed=[121], eos=[])
+        assert greedy.choose(logits, np.random.default_rng(0), history, allow_eos=True) == int(np.argmax(want))
 
 
 def test_package_imports_without_torch_and_build_says_what_to_install():

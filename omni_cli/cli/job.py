@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .errors import CliError
 from .inputs import check_text, stdin_source, text_source
 from .live import RunView, make_view
-from .outputs import OutputPlan, Router, isatty
+from .outputs import OutputPlan, Router, isatty, refuse_existing
 from .runner import Outcome, run_utterances
 from .session import ModelOptions, check_voice, open_engine
 from .tracefile import TraceWriter, run_record
@@ -52,9 +53,12 @@ def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None)
                                                                verbose=job.verbose)
     defer = not job.quiet and hasattr(view, "console") and isatty(sys.stdout)  # the live view owns the terminal
     router = Router(job.plan, engine.sample_rate, sys.stdout.buffer, sys.stdout, defer_text=defer)
-    trace = TraceWriter(job.trace_path, job.plan.force) if job.trace_path else None
+    if job.trace_path:  # every refusal comes before any file is created
+        refuse_existing(Path(job.trace_path), job.plan.force)
+    trace = None
     try:
         router.open()
+        trace = TraceWriter(job.trace_path, job.plan.force) if job.trace_path else None
         if trace is not None:
             trace.write(run_record(engine, job.model.card, job.model.program, job.model.settings, job.request))
             engine.subscribe(trace)

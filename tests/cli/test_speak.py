@@ -130,3 +130,15 @@ def test_chat_mode_and_barrier_handoff(omni, home):
                    "--handoff", "barrier", "--policy", "round-robin")
     assert stream.exit_code == barrier.exit_code == 0 and stream.stdout == barrier.stdout
     assert np.array_equal(read_wav(home / "s.wav")[1], read_wav(home / "b.wav")[1])
+
+
+def test_a_refused_run_creates_no_file(omni, home):
+    (home / "taken.wav").write_bytes(b"keep me")
+    result = omni("speak", "Hello", "-o", "taken.wav", "--trace", "run.jsonl")
+    assert result.exit_code == 2 and "taken.wav exists" in result.stderr
+    assert (home / "taken.wav").read_bytes() == b"keep me"
+    assert not (home / "run.jsonl").exists()  # the trace is not created before the outputs are known good
+    (home / "run.jsonl").write_text("old trace\n")
+    result = omni("speak", "Hello", "-o", "new.wav", "--trace", "run.jsonl")
+    assert result.exit_code == 2 and "run.jsonl exists" in result.stderr
+    assert not (home / "new.wav").exists() and (home / "run.jsonl").read_text() == "old trace\n"

@@ -195,3 +195,22 @@ def test_cancel_a_real_request_closes_everything(toy):
         assert state.status is LoopStatus.FINISHED
     assert all(ch.is_closed for ch in handle._request.wired.slots.values() if hasattr(ch, "is_closed"))
     assert engine.budget.reserved == 0 and engine.is_idle
+
+
+class SteppedComponent(ScriptedComponent):
+    """Runs its batch one request after another and hands back the exception of the one that broke."""
+
+    def run(self, kind, inputs):
+        self.calls.append([i["rid"] for i in inputs])
+        return [RuntimeError("stepped failure") if i["rid"] in self.fail_on else i["step"] * 10 for i in inputs]
+
+
+def test_an_exception_returned_for_one_request_fails_it_without_rerunning_the_batch():
+    comp = SteppedComponent(fail_on={"q1"})
+    engine = Engine(scripted_program(ScriptedLoop(comp, steps=3)), max_batch=4)
+    handles = [engine.submit(SpeakRequest("x", request_id=f"q{i}")) for i in range(3)]
+    done = {e.request_id: e for e in drain(engine) if isinstance(e, RequestDone)}
+    assert done["q1"].status is RequestStatus.FAILED and "stepped failure" in done["q1"].error
+    assert [h._request.wired.states[0][1].outputs for h in handles[::2]] == [[0, 10, 20]] * 2
+    assert comp.calls == [["q0", "q1", "q2"], ["q0", "q2"], ["q0", "q2"]]  # each step ran exactly once
+    assert engine.budget.reserved == 0

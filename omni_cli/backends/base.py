@@ -88,7 +88,13 @@ class Component(Protocol):
     def weight_bytes(self) -> int: ...
 
     def run(self, kind: str, inputs: list[Any]) -> list[Any]:
-        """Run one WorkUnit for each input, as one batch where the backend can."""
+        """Run one WorkUnit for each input, as one batch where the backend can.
+
+        If it raises, the engine runs each input again alone to find the one that broke, so a raising
+        batch must leave every request's state as it was. A backend that runs requests one after
+        another (their states advance one by one) returns the exception in place of that request's
+        output instead.
+        """
         ...
 
 

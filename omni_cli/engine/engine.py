@@ -211,6 +211,13 @@ class Engine:
             return
         self.stats.batched_calls += 1
         loop = live[0].loop
+        # a component may hand back an exception in place of one request's output: that request fails
+        # alone (the others' steps already ran and must not be run again)
+        failed = {i for i, o in enumerate(outputs) if isinstance(o, Exception)}
+        for i in sorted(failed):
+            self._fail(live[i].request, f"{loop.loop_id}: {one_line(outputs[i])}")
+        live = [e for i, e in enumerate(live) if i not in failed]
+        outputs = [o for i, o in enumerate(outputs) if i not in failed]
         items = [(e.state, e.plan, o) for e, o in zip(live, outputs, strict=True)]
         try:
             if hasattr(loop, "advance_many"):

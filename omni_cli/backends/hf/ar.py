@@ -60,3 +60,12 @@ def last_logits(logits: torch.Tensor) -> np.ndarray:
 
 def module_bytes(module: torch.nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in list(module.parameters()) + list(module.buffers()))
+
+
+def or_error(step: Any, *args: Any) -> Any:
+    """One request's step, or the exception it raised: the requests before it in the batch already
+    advanced their caches, so the engine must not run them again (see Component.run)."""
+    try:
+        return step(*args)
+    except Exception as exc:
+        return exc

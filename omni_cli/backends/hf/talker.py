@@ -28,6 +28,7 @@ from omni_cli.backends.hf.ar import (
     last_logits,
     module_bytes,
     new_cache,
+    or_error,
     prompt_positions,
     step_bytes_estimate,
 )
@@ -145,9 +146,9 @@ class HFTalker:
 
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind == AR_PREFILL:
-            return [self._prefill(inp) for inp in inputs]
+            return [or_error(self._prefill, inp) for inp in inputs]
         if kind == AR_TOKEN:
-            return [self._decode(inp) for inp in inputs]
+            return [or_error(self._decode, inp) for inp in inputs]
         raise ValueError(f"the talker runs ar_prefill and ar_token WorkUnits, not {kind!r}")
 
     @torch.no_grad()

@@ -12,6 +12,7 @@ from omni_cli.backends.hf.ar import (
     last_logits,
     module_bytes,
     new_cache,
+    or_error,
     prompt_positions,
     step_bytes_estimate,
 )
@@ -91,7 +92,7 @@ class HFThinker:
             raise ValueError(f"the thinker runs ar_prefill and ar_token WorkUnits, not {kind!r}")
         # one forward per request: requests never share a padded batch, so a request's numbers do not
         # depend on what it was batched with (batched == unbatched, bit for bit)
-        return [self._step(inp, kind == AR_PREFILL) for inp in inputs]
+        return [or_error(self._step, inp, kind == AR_PREFILL) for inp in inputs]
 
     @torch.no_grad()
     def _step(self, inp: ARStepInput, is_prefill: bool) -> ARStepOutput:

@@ -1,8 +1,6 @@
-"""Memory admission: bytes are reserved before work runs and refunded in `finally`."""
+"""Memory admission: bytes are reserved before work runs and refunded however it ends."""
 
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 
 class AdmissionError(RuntimeError):
@@ -38,13 +36,3 @@ class MemoryBudget:
         if n > self.reserved:
             raise RuntimeError(f"releasing {n} bytes but only {self.reserved} are reserved")
         self.reserved -= n
-
-    @contextmanager
-    def hold(self, n: int):
-        """Reserve `n` bytes for a block (the caller checked that they fit); refund them however it ends."""
-        if not self.try_reserve(n):
-            raise AdmissionError(f"step needs {mib(n)} but only {mib(self.free)} of {mib(self.capacity)} is free")
-        try:
-            yield
-        finally:
-            self.release(n)

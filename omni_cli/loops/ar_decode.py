@@ -111,26 +111,26 @@ class ARDecodeLoop:
                 state.out.prompt_positions = len(plan.inputs.token_ids)
                 state.history.extend(plan.inputs.token_ids)
         tokens = [plan.forced_token for _, plan, _ in items]
+        bounds = [state.feed.bounds() for state, _, _ in items]
         sampled = [i for i, t in enumerate(tokens) if t is None]
         if sampled:
             chosen = self.sampler.choose_many(
                 [items[i][2].logits for i in sampled], [items[i][0].rng for i in sampled],
                 [items[i][0].history for i in sampled],
-                [len(items[i][0].tokens) >= items[i][0].feed.bounds()[0] for i in sampled])
+                [len(items[i][0].tokens) >= bounds[i][0] for i in sampled])
             for i, token in zip(sampled, chosen, strict=True):
                 tokens[i] = token
         errors: list[Exception | None] = []
-        for (state, plan, output), token in zip(items, tokens, strict=True):
+        for (state, plan, output), token, (_, most) in zip(items, tokens, bounds, strict=True):
             try:
-                self._fold(state, plan, output, token)
+                self._fold(state, plan, output, token, most)
                 errors.append(None)
             except Exception as exc:  # one request's broken listener must not stop the others
                 errors.append(exc)
         return errors
 
-    def _fold(self, state: ARState, plan: WorkPlan, output: ARStepOutput, token: int) -> None:
+    def _fold(self, state: ARState, plan: WorkPlan, output: ARStepOutput, token: int, most: int | None) -> None:
         consumed = plan.inputs.token_ids
-        _, most = state.feed.bounds()
         most = state.max_tokens if most is None else min(most, state.max_tokens)
         state.positions += len(consumed)
         state.tokens.append(token)

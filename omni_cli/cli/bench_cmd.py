@@ -29,7 +29,7 @@ def bench(
     model_path: str | None = typer.Option(None, "--model-path", help="checkpoint directory (hf cards)"),
     requests: int = typer.Option(8, "--requests", min=1, max=10_000, help="utterances per configuration"),
     concurrency: int = typer.Option(8, "--concurrency", min=1, max=1024, help="requests in flight at once"),
-    chars: int = typer.Option(40, "--chars", min=1, max=20_000, help="characters of the short text"),
+    chars: int = typer.Option(60, "--chars", min=1, max=20_000, help="characters of the short text"),
     reference: bool = typer.Option(False, "--reference", help="instead: ours beside HF generate (hf cards only)"),
     codes: int = typer.Option(200, "--codes", min=1, max=8192, help="--reference: codec tokens per utterance"),
     processes: bool = typer.Option(True, "--processes/--no-processes", help="time `omni --help` and `omni speak` as processes"),

@@ -103,11 +103,7 @@ class Engine:
     def events(self) -> Iterator[StreamEvent]:
         """Drive the engine until idle, yielding every request's events in the order they happen."""
         while True:
-            for rid in list(self._stash):
-                while self._stash[rid]:
-                    yield self._stash[rid].popleft()
-            while self._events:
-                yield self._events.popleft()
+            yield from self.poll()
             if self.is_idle:
                 return
             self.step()
@@ -115,8 +111,9 @@ class Engine:
     def poll(self) -> list[StreamEvent]:
         """The events produced so far and not yet read, without driving the engine."""
         out: list[StreamEvent] = []
-        for rid in list(self._stash):
-            out.extend(self._stash.pop(rid))
+        for waiting in self._stash.values():  # drained in place: a stream_of reader keeps its deque
+            out.extend(waiting)
+            waiting.clear()
         out.extend(self._events)
         self._events.clear()
         return out
@@ -280,11 +277,10 @@ class Engine:
             if r in self._queued:
                 self._queued.remove(r)
             r.status, r.error, r.finished_s = status, error, self.now()
-            detail = r.metrics(self.sample_rate)
-            if error:
-                detail["error"] = error
+            metrics = r.metrics(self.sample_rate)
+            detail = {**metrics, "error": error} if error else metrics
             self._trace(RequestEvent(r.request_id, status.value, r.finished_s, detail))
-            self._events.append(RequestDone(r.request_id, status, error, r.metrics(self.sample_rate)))
+            self._events.append(RequestDone(r.request_id, status, error, metrics))
 
     def _emit(self, r: EngineRequest, event: StreamEvent) -> None:
         r.record(event)

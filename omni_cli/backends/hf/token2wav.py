@@ -23,7 +23,7 @@ import torch
 
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput
 from omni_cli.backends.hf.ar import module_bytes
-from omni_cli.backends.hf.dit import ODESettings, sample_window
+from omni_cli.backends.hf.dit import ODESettings, sample_window, speaker_features
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.params import VocoderParams
 
@@ -78,6 +78,13 @@ class HFVocoder:
         if self.future_frames % self.repeats or self.block_frames % self.repeats:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
         self.lookahead_codes = self.future_frames // self.repeats
+        self._features: dict[str, torch.Tensor] = {}  # voice name -> its speaker-encoder output
+
+    def _voice_features(self, voice: Voice) -> torch.Tensor:
+        features = self._features.get(voice.name)
+        if features is None:
+            features = self._features[voice.name] = speaker_features(self.dit, voice.ref_mel, self.ode.is_guided)
+        return features
 
     def voices(self) -> list[str]:
         return self._voices.names()
@@ -195,12 +202,12 @@ class HFVocoder:
         for members in groups.values():
             ws = [windows[i] for i in members]
             voice = ws[0].voice
+            features = self._voice_features(voice)
             if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers
-                mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, voice.ref_mel, self.ode)
+                mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode)
             else:
-                batch = len(ws)
                 mel = sample_window(self.dit, torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws]),
-                                    voice.cond.expand(batch, -1), voice.ref_mel.expand(batch, -1, -1), self.ode)
+                                    voice.cond.expand(len(ws), -1), features, self.ode)
             for row, (i, w) in enumerate(zip(members, ws, strict=True)):
                 out[i] = mel[row:row + 1, :, w.keep_from:w.keep_to]
         return out

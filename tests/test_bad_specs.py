@@ -95,6 +95,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "card_work_unit_mismatch.yaml": (43, "loops.vocoder.work_unit", "runs 'audio_chunk' units"),
     "card_loop_kind_wrong_role.yaml": (29, "loops.thinker_decode.component", "cannot drive a thinker"),
     "card_loop_missing_component.yaml": (42, "loops.vocoder.component", "undeclared component 'codec2wav'"),
+    "card_first_chunk_over_chunk.yaml": (46, "loops.vocoder.first_chunk_codes", "must be at most chunk_codes (10)"),
     "card_two_loops_one_component.yaml": (35, "loops.talker_decode.component", "already driven by loop 'thinker_decode'"),
     "card_duplicate_prompt_slot.yaml": (37, "loops.talker_decode.prompt_slot", "already the prompt slot"),
     "card_voice_default_not_in_voices.yaml": (47, "defaults.voice", "unknown voice (card voices: alto, tenor)"),

@@ -80,7 +80,12 @@ def cards_show(name: NameArg) -> None:
         echo(f"  {cname}: {comp.role} on {comp.backend}" + (f" ({params})" if params else ""))
     echo("loops:")
     for lname, loop in card.loops.items():
-        extra = f"chunk_codes {loop.chunk_codes}" if loop.kind == "audio_decode" else f"max_tokens {loop.max_tokens}"
+        if loop.kind != "audio_decode":
+            extra = f"max_tokens {loop.max_tokens}"
+        elif loop.first_chunk_codes:
+            extra = f"chunk_codes {loop.first_chunk_codes} doubling to {loop.chunk_codes}"
+        else:
+            extra = f"chunk_codes {loop.chunk_codes}"
         echo(f"  {lname}: {loop.kind} over {loop.component}, {loop.work_unit} units, prompt {loop.prompt_slot}, {extra}")
     echo(f"limits: text {card.limits.max_text_chars} chars, memory {card.limits.memory_budget_mib} MiB; "
          f"batching: max {card.batching.max_batch}")

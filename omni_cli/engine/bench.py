@@ -13,6 +13,7 @@ from ..program import CompiledProgram
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus
 from .engine import Engine
+from .request import RequestHandle, RequestResult
 
 _WORDS = ("the quick brown fox jumps over a lazy dog while seven bright stars watch quietly from far "
           "above and every small voice in the valley sings along with the river").split()
@@ -56,7 +57,8 @@ class BenchResult:
     overhead_per_unit_s: float | None = None
     peak_reserved_bytes: int | None = None
     max_rss_bytes: int = 0
-    digests: list[str] = field(default_factory=list)  # per request: tokens + samples, to compare outputs
+    digests: list[str] = field(default_factory=list)  # per request: a hash of its samples, to compare outputs
+    outputs: list[RequestResult] = field(default_factory=list)  # per request, with run_workload(keep_outputs=True)
 
     def summary(self) -> dict[str, Any]:
         audio_total = sum(self.audio_s)
@@ -86,17 +88,20 @@ def max_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
-def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni") -> BenchResult:
-    """Keep `concurrency` requests in the engine until all are done; time each from its submission."""
+def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
+                 keep_outputs: bool = False) -> BenchResult:
+    """Keep `concurrency` requests in the engine until all are done; time each from its submission.
+    keep_outputs: also return each request's tokens and waveform (to compare with a reference)."""
     engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch)
     pending = workload.requests()
     hashes: dict[str, Any] = {}
+    handles: dict[str, RequestHandle] = {}
     done: dict[str, RequestDone] = {}
     start = time.perf_counter()
     while pending or not engine.is_idle:
         while pending and engine.num_active < workload.concurrency:
             request = pending.pop(0)
-            engine.submit(request)
+            handles[request.request_id] = engine.submit(request, collect=keep_outputs)
             hashes[request.request_id] = hashlib.sha256()
         engine.step()
         for event in engine.poll():
@@ -117,6 +122,7 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
         work_units=engine.stats.work_units, overhead_per_unit_s=engine.stats.overhead_per_unit_s,
         peak_reserved_bytes=engine.budget.peak_reserved, max_rss_bytes=max_rss_bytes(),
         digests=[hashes[rid].hexdigest() for rid in order],
+        outputs=[handles[rid].result() for rid in order] if keep_outputs else [],
     )
 
 
@@ -195,29 +201,32 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
 
     ours = greedy_variant(program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes)
     work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat")
-    results = [run_workload(ours, work, "ours-1"),
-               run_workload(ours, replace(work, concurrency=concurrency), f"ours-{concurrency}")]
+    results = [run_workload(ours, work, "ours-1", keep_outputs=True),
+               run_workload(ours, replace(work, concurrency=concurrency), f"ours-{concurrency}", keep_outputs=True)]
     thinker, talker = ours.roles["thinker"], ours.roles["talker"]
     card = ours.card
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
     reference = GenerateReference(ours.settings.get("model_path") or card.params["model_path"], sorted(talker.eos_token_ids))
     voice = ours.voices()[0]
-    runs, same, snr = [], 0, []
-    for request in work.requests():
-        ref = reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
-                            thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
-        runs.append(ref)
-        mine = Engine(ours).submit(replace(request, request_id=None), collect=True).result()
-        tokens = list(mine.tokens.values())
-        same += tokens[0] == ref.thinker_tokens and tokens[1] == ref.talker_tokens
-        n = min(ref.samples.size, mine.samples.size)
-        noise = float(np.sum((ref.samples[:n] - mine.samples[:n]) ** 2))
-        snr.append(float("inf") if noise == 0 else 10 * np.log10(float(np.sum(ref.samples[:n] ** 2)) / noise))
+    runs = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
+                          thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
+            for request in work.requests()]
+    compared: dict[str, Any] = {"requests": len(runs)}
+    for result in results:  # every ours run, the concurrent one (batched decode steps) included
+        same, snr = 0, []
+        for ref, mine in zip(runs, result.outputs, strict=True):
+            tokens = list(mine.tokens.values())
+            same += tokens[0] == ref.thinker_tokens and tokens[1] == ref.talker_tokens
+            n = min(ref.samples.size, mine.samples.size)
+            noise = float(np.sum((ref.samples[:n] - mine.samples[:n]) ** 2))
+            snr.append(float("inf") if noise == 0 else 10 * np.log10(float(np.sum(ref.samples[:n] ** 2)) / noise))
+        compared[result.label] = {"same_tokens": same, "min_snr_db": min(snr) if snr else None}
+        result.outputs = []  # compared; do not keep the waveforms around
     wall = sum(r.latency_s for r in runs)
     results.append(BenchResult("generate", work, wall, ttfa_s=[r.latency_s for r in runs],
                                latency_s=[r.latency_s for r in runs], audio_s=[r.samples.size / 24000 for r in runs],
                                max_rss_bytes=max_rss_bytes()))
-    return results, {"requests": len(runs), "same_tokens": same, "min_snr_db": min(snr) if snr else None}
+    return results, compared
 
 
 def _by_label(results: list[BenchResult]) -> dict[str, dict[str, Any]]:
@@ -255,10 +264,13 @@ def targets(results: list[BenchResult], reference: tuple[list[BenchResult], dict
         add("TTFA generate / ours (chat, greedy, concurrency 1)", ttfa, ">= 5x", ttfa >= 5, "{:.1f}x")
         thr = r[many]["audio_s_per_wall_s"] / r["generate"]["audio_s_per_wall_s"]
         add(f"audio s per wall s, {many} / generate one by one", thr, ">= 3x", thr >= 3, "{:.1f}x")
-        add("requests whose tokens and codes equal generate's", outputs["same_tokens"],
-            f"{outputs['requests']} of {outputs['requests']}", outputs["same_tokens"] == outputs["requests"], "{:d}")
-        add("waveform vs generate, worst request (chunked token2wav)", outputs["min_snr_db"], "(reported)", None,
-            "{:.0f} dB SNR")
+        n = outputs["requests"]
+        for label in ("ours-1", many):
+            same = outputs[label]["same_tokens"]
+            add(f"requests whose tokens and codes equal generate's ({label})", same, f"{n} of {n}", same == n, "{:d}")
+        for label in ("ours-1", many):
+            add(f"waveform vs generate, worst request ({label}, chunked token2wav)", outputs[label]["min_snr_db"],
+                "(reported)", None, "{:.0f} dB SNR")
     if "speak_s" in timings:
         add("omni speak, process start to file closed", timings["speak_s"], "< 1 s", timings["speak_s"] < 1.0, "{:.2f} s")
         add("omni --help", timings["help_s"], "< 0.3 s", timings["help_s"] < 0.3, "{:.2f} s")

@@ -68,9 +68,10 @@ class AudioDecodeLoop:
                 return Wait(state.feed.describe_wait)
             end = n
         else:
-            end = min(start + self.chunk_codes, n)
+            size = self.spec.chunk_size(state.step)
+            end = min(start + size, n)
             # a chunk runs once it is full and its look-ahead has arrived, or the codes are final
-            if not is_final and (end - start < self.chunk_codes or n < end + self.component.lookahead_codes):
+            if not is_final and (end - start < size or n < end + self.component.lookahead_codes):
                 state.status = LoopStatus.WAITING
                 return Wait(state.feed.describe_wait)
         state.status = LoopStatus.RUNNING

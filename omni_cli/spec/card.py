@@ -38,6 +38,17 @@ class LoopSpec:
     max_tokens: int = bounded(256, min=1, max=MAX_TOKENS_LIMIT, doc="ar_decode: most tokens per request")
     sampling: SamplingSpec = field(default_factory=SamplingSpec)
     chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes per chunk, 0 = whole utterance")
+    first_chunk_codes: int = bounded(
+        0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes; "
+        "0 = every chunk is chunk_codes")
+
+    def chunk_size(self, index: int) -> int:
+        """Codes in chunk `index` (0 = the whole utterance): a small first chunk brings the first audio
+        early, and each later chunk, twice the one before up to `chunk_codes`, is ready before the audio
+        of the chunks before it has played."""
+        if not self.first_chunk_codes or index >= 12:  # 2**12 * 1 code covers the 4096-code maximum
+            return self.chunk_codes
+        return min(self.chunk_codes, self.first_chunk_codes << index)
 
 
 @dataclass
@@ -112,6 +123,10 @@ def load_card(src: Located) -> CardSpec:
             issues.add(src.line(f"{key}.prompt_slot"), f"{key}.prompt_slot",
                        f"slot {loop.prompt_slot!r} is already the prompt slot of loop {slots[loop.prompt_slot]!r}")
         slots[loop.prompt_slot] = name
+        if loop.first_chunk_codes and loop.first_chunk_codes > loop.chunk_codes:
+            why = (f"must be at most chunk_codes ({loop.chunk_codes})" if loop.chunk_codes else
+                   "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
+            issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes", why)
     for name in card.components:
         if name not in used:
             issues.add(src.line(f"components.{name}"), f"components.{name}", "no loop drives this component")

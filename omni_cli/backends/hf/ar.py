@@ -38,6 +38,53 @@ def decode_positions(cache: ARCache, num_new: int, device: torch.device) -> torc
     return row.view(1, 1, -1).expand(3, 1, -1)
 
 
+class RaggedBatch:
+    """Decode steps of several requests, one new position each, as one forward over a left-padded copy of
+    their caches. Lengths may differ: row i is padded with `longest - length_i` masked positions in front,
+    so every row's new position lands at the same index. The requests' own caches take the new keys and
+    values only in `commit`, after the forward succeeded; a forward that raised leaves them as they were.
+
+    Batched arithmetic is not bit-equal to one request alone (a matrix product over B rows may pick other
+    kernels than over one); the difference is rounding, bounded by the card's `sample_tolerance` checks."""
+
+    def __init__(self, caches: list[ARCache], config: Any, device: torch.device):
+        self.caches = caches
+        lengths = [c.kv.get_seq_length() for c in caches]
+        longest = max(lengths)
+        self.kv = DynamicCache(config=config)
+        for layer in range(len(caches[0].kv.layers)):
+            keys = [c.kv.layers[layer].keys for c in caches]
+            values = [c.kv.layers[layer].values for c in caches]
+            self.kv.update(_left_pad(keys, lengths, longest), _left_pad(values, lengths, longest), layer)
+        mask = torch.ones(len(caches), longest + 1, dtype=torch.long, device=device)
+        for row, length in enumerate(lengths):
+            mask[row, : longest - length] = 0
+        self.attention_mask = mask
+
+    def positions(self, device: torch.device) -> torch.Tensor:
+        """3-row multimodal RoPE positions [3, B, 1]: each row continues its own request."""
+        return torch.cat([decode_positions(c, 1, device) for c in self.caches], dim=1)
+
+    def commit(self) -> None:
+        for layer, batched in enumerate(self.kv.layers):
+            keys, values = batched.keys[:, :, -1:], batched.values[:, :, -1:]
+            for row, cache in enumerate(self.caches):
+                cache.kv.update(keys[row:row + 1], values[row:row + 1], layer)
+        for cache in self.caches:
+            cache.num_positions += 1
+
+
+def _left_pad(tensors: list[torch.Tensor], lengths: list[int], longest: int) -> torch.Tensor:
+    """[B, heads, longest, head_dim]: each request's [1, heads, length, head_dim] with zeros in front."""
+    if all(n == longest for n in lengths):
+        return torch.cat(tensors)
+    first = tensors[0]
+    out = first.new_zeros(len(tensors), first.shape[1], longest, first.shape[3])
+    for row, (t, n) in enumerate(zip(tensors, lengths, strict=True)):
+        out[row, :, longest - n:] = t[0]
+    return out
+
+
 def kv_bytes_per_position(config: Any, dtype: torch.dtype) -> int:
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     elem = torch.finfo(dtype).bits // 8
@@ -53,13 +100,24 @@ def step_bytes_estimate(config: Any, vocab_size: int, num_new: int, num_position
     return num_new * per_position + scores
 
 
-def last_logits(logits: torch.Tensor) -> np.ndarray:
+def last_logits(logits: torch.Tensor, row: int = 0) -> np.ndarray:
     # generate copies the last position's logits to float32 before any processing; so do we
-    return logits[0, -1].to(dtype=torch.float32).cpu().numpy()
+    return logits[row, -1].to(dtype=torch.float32).cpu().numpy()
 
 
 def module_bytes(module: torch.nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in list(module.parameters()) + list(module.buffers()))
+
+
+def run_decode_batch(inputs: list[Any], batched: Any, alone: Any) -> list[Any]:
+    """Decode steps as one ragged batch when there are several, else (or when the batch raised, which
+    leaves every cache as it was) one request at a time, each failure in its own place."""
+    if len(inputs) > 1:
+        try:
+            return batched(inputs)
+        except Exception:  # find the request that broke: alone, the others step normally
+            pass
+    return [or_error(alone, inp) for inp in inputs]
 
 
 def or_error(step: Any, *args: Any) -> Any:

@@ -39,6 +39,9 @@ class VocoderParams:
         40, min=0, max=4096, doc="mel frames BigVGAN re-reads from the previous chunk; half trimmed on each inner edge"
     )
     noise_seed: int = bounded(0, min=0, max=2**63 - 1, doc="seed of the DiT noise when the request gives none")
+    bigvgan_batch_frames: int = bounded(
+        640, min=1, max=1 << 20, doc="most mel frames in one batched BigVGAN call: past a few hundred, a CPU "
+        "batch costs more per request than the requests one by one (omni bench shows it)")
 
     def problems(self) -> list[tuple[str, str]]:
         out = []

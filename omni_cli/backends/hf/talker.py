@@ -23,6 +23,7 @@ import torch
 from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput, ARStepOutput, Prefill
 from omni_cli.backends.hf.ar import (
     ARCache,
+    RaggedBatch,
     decode_positions,
     kv_bytes_per_position,
     last_logits,
@@ -30,6 +31,7 @@ from omni_cli.backends.hf.ar import (
     new_cache,
     or_error,
     prompt_positions,
+    run_decode_batch,
     step_bytes_estimate,
 )
 from omni_cli.backends.hf.loading import Loaded
@@ -148,7 +150,7 @@ class HFTalker:
         if kind == AR_PREFILL:
             return [or_error(self._prefill, inp) for inp in inputs]
         if kind == AR_TOKEN:
-            return [or_error(self._decode, inp) for inp in inputs]
+            return run_decode_batch(inputs, self._decode_batch, self._decode)
         raise ValueError(f"the talker runs ar_prefill and ar_token WorkUnits, not {kind!r}")
 
     @torch.no_grad()
@@ -173,6 +175,21 @@ class HFTalker:
         ids = torch.tensor([list(inp.token_ids)], dtype=torch.long, device=self.device)
         embeds = self.module.get_input_embeddings()(ids) + inp.cond.view(1, 1, -1)
         return self._forward(cache, embeds, decode_positions(cache, 1, self.device))
+
+    @torch.no_grad()
+    def _decode_batch(self, inputs: list[ARStepInput]) -> list[ARStepOutput]:
+        caches: list[ARCache] = [inp.cache for inp in inputs]
+        if any(inp.cond is None or len(inp.token_ids) != 1 or not c.num_positions
+               for inp, c in zip(inputs, caches, strict=True)):
+            raise ValueError("a talker decode step takes one codec token, its reply vector and a prefilled cache")
+        batch = RaggedBatch(caches, self.config, self.device)
+        ids = torch.tensor([list(inp.token_ids) for inp in inputs], dtype=torch.long, device=self.device)
+        conds = torch.stack([inp.cond.reshape(-1) for inp in inputs])[:, None, :]
+        embeds = self.module.get_input_embeddings()(ids) + conds
+        out = self.module(inputs_embeds=embeds, attention_mask=batch.attention_mask,
+                          position_ids=batch.positions(self.device), cache=batch.kv, use_cache=True, return_dict=True)
+        batch.commit()
+        return [ARStepOutput(logits=last_logits(out.logits, row)) for row in range(len(inputs))]
 
     def _forward(self, cache: ARCache, embeds: torch.Tensor, positions: torch.Tensor) -> ARStepOutput:
         out = self.module(

@@ -7,6 +7,7 @@ import torch
 from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ThinkerPrompt
 from omni_cli.backends.hf.ar import (
     ARCache,
+    RaggedBatch,
     decode_positions,
     kv_bytes_per_position,
     last_logits,
@@ -14,6 +15,7 @@ from omni_cli.backends.hf.ar import (
     new_cache,
     or_error,
     prompt_positions,
+    run_decode_batch,
     step_bytes_estimate,
 )
 from omni_cli.backends.hf.loading import Loaded
@@ -90,9 +92,23 @@ class HFThinker:
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind not in (AR_PREFILL, AR_TOKEN):
             raise ValueError(f"the thinker runs ar_prefill and ar_token WorkUnits, not {kind!r}")
-        # one forward per request: requests never share a padded batch, so a request's numbers do not
-        # depend on what it was batched with (batched == unbatched, bit for bit)
-        return [or_error(self._step, inp, kind == AR_PREFILL) for inp in inputs]
+        if kind == AR_PREFILL:  # prompts differ in length and run once: one forward each
+            return [or_error(self._step, inp, True) for inp in inputs]
+        return run_decode_batch(inputs, self._decode_batch, lambda inp: self._step(inp, False))
+
+    @torch.no_grad()
+    def _decode_batch(self, inputs: list[ARStepInput]) -> list[ARStepOutput]:
+        caches: list[ARCache] = [inp.cache for inp in inputs]
+        if any(len(inp.token_ids) != 1 or not c.num_positions for inp, c in zip(inputs, caches, strict=True)):
+            raise ValueError("a batched thinker decode step takes one token per request and prefilled caches")
+        batch = RaggedBatch(caches, self.text_config, self.device)
+        ids = torch.tensor([list(inp.token_ids) for inp in inputs], dtype=torch.long, device=self.device)
+        out = self.module(input_ids=ids, attention_mask=batch.attention_mask, position_ids=batch.positions(self.device),
+                          cache=batch.kv, use_cache=True, output_hidden_states=True, return_dict=True)
+        batch.commit()
+        hidden, embeds = out.hidden_states[-1], out.hidden_states[0]
+        return [ARStepOutput(logits=last_logits(out.logits, row), hidden=hidden[row], embeds=embeds[row])
+                for row in range(len(inputs))]
 
     @torch.no_grad()
     def _step(self, inp: ARStepInput, is_prefill: bool) -> ARStepOutput:

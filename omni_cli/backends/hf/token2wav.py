@@ -75,6 +75,7 @@ class HFVocoder:
         self.future_frames = params.chunk_future_frames
         self.overlap_frames = params.bigvgan_overlap_frames
         self.default_seed = params.noise_seed
+        self.bigvgan_batch_frames = params.bigvgan_batch_frames
         if self.future_frames % self.repeats or self.block_frames % self.repeats:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
         self.lookahead_codes = self.future_frames // self.repeats
@@ -149,11 +150,14 @@ class HFVocoder:
         for i, (mel_in, emit_from, emit_to, *_) in enumerate(plans):
             if mel_in is not None and emit_to > emit_from:
                 groups.setdefault(mel_in.shape[2], []).append(i)
-        for members in groups.values():
-            batch = plans[members[0]][0] if len(members) == 1 else torch.cat([plans[i][0] for i in members])
-            out = self.bigvgan(batch).reshape(len(members), -1).float().numpy()
-            for row, i in enumerate(members):
-                waves[i] = out[row]
+        for frames, same_length in groups.items():
+            per_call = max(1, self.bigvgan_batch_frames // frames)
+            for first in range(0, len(same_length), per_call):
+                members = same_length[first:first + per_call]
+                batch = plans[members[0]][0] if len(members) == 1 else torch.cat([plans[i][0] for i in members])
+                out = self.bigvgan(batch).reshape(len(members), -1).float().numpy()
+                for row, i in enumerate(members):
+                    waves[i] = out[row]
         samples = []
         # the states move on only now: a batch that raised leaves every request as it was
         for inp, (mel_in, emit_from, emit_to, stop, is_last), wave in zip(inputs, plans, waves, strict=True):

@@ -175,10 +175,11 @@ class Engine:
         self.stats.tick_s += self._clock() - start
 
     def _run_group(self, entries: list[Entry]) -> None:
-        live = [e for e in entries if e.request.status is RequestStatus.RUNNING and not e.request.cancel_requested]
+        running = RequestStatus.RUNNING
+        live = [e for e in entries if e.request.status is running and not e.request.cancel_requested]
         if not live:
             return
-        need = sum(e.plan.step_bytes for e in live)
+        need = live[0].plan.step_bytes if len(live) == 1 else sum([e.plan.step_bytes for e in live])
         if not self.budget.try_reserve(need):
             if len(live) == 1:
                 self._fail(live[0].request, f"step needs {mib(need)} but only {mib(self.budget.free)} "
@@ -206,32 +207,38 @@ class Engine:
             for entry in live:
                 self._fail(entry.request, f"{entry.loop.loop_id}: component returned {len(outputs)} outputs for {len(live)}")
             return
-        self.stats.batched_calls += 1
+        stats = self.stats
+        stats.batched_calls += 1
         loop = live[0].loop
+        loop_id = loop.loop_id
         # a component may hand back an exception in place of one request's output: that request fails
         # alone (the others' steps already ran and must not be run again)
-        failed = {i for i, o in enumerate(outputs) if isinstance(o, Exception)}
-        for i in sorted(failed):
-            self._fail(live[i].request, f"{loop.loop_id}: {one_line(outputs[i])}")
-        live = [e for i, e in enumerate(live) if i not in failed]
-        outputs = [o for i, o in enumerate(outputs) if i not in failed]
+        if any(isinstance(o, Exception) for o in outputs):
+            for entry, o in zip(live, outputs, strict=True):
+                if isinstance(o, Exception):
+                    self._fail(entry.request, f"{loop_id}: {one_line(o)}")
+            kept = [(e, o) for e, o in zip(live, outputs, strict=True) if not isinstance(o, Exception)]
+            live, outputs = [e for e, _ in kept], [o for _, o in kept]
         items = [(e.state, e.plan, o) for e, o in zip(live, outputs, strict=True)]
         try:
-            if hasattr(loop, "advance_many"):
-                errors = loop.advance_many(items)
+            advance_many = getattr(loop, "advance_many", None)
+            if advance_many is not None:
+                errors = advance_many(items)
             else:
                 errors = [_try(loop.advance, *item) for item in items]
         except Exception as exc:  # the batch's shared part (e.g. sampling) broke: fail each of its requests
             errors = [exc] * len(items)
+        subscribers = self._subscribers
         for entry, error in zip(live, errors, strict=True):
-            r, plan = entry.request, entry.plan
+            r = entry.request
             if error is not None:
-                self._fail(r, f"{loop.loop_id}: {one_line(error)}")
+                self._fail(r, f"{loop_id}: {one_line(error)}")
                 continue
-            r.units[loop.loop_id] += 1
-            self.stats.work_units += 1
-            if self._subscribers:  # building the event costs more than the bookkeeping around it
-                self._trace(WorkUnitEvent(r.request_id, loop.loop_id, plan.kind, plan.step, len(live),
+            r.units[loop_id] += 1
+            stats.work_units += 1
+            if subscribers:  # building the event costs more than the bookkeeping around it
+                plan = entry.plan
+                self._trace(WorkUnitEvent(r.request_id, loop_id, plan.kind, plan.step, len(live),
                                           t - self._t0, dur, loop.stage))
 
     # request lifecycle

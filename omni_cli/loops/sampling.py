@@ -46,18 +46,25 @@ class Sampler:
                     histories: Sequence[Sequence[int]], allow_eos: Sequence[bool]) -> list[int]:
         """One token per row. Every step is row-wise, so a row's token does not depend on its batch-mates."""
         p = self.params
-        rows = [apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, p.repetition_penalty)
-                for x, h in zip(logits, histories, strict=True)]
-        scores = rows[0][None] if len(rows) == 1 else np.stack(rows)
-        size = scores.shape[1]
-        masks = np.stack([self._mask(size, a) for a in allow_eos]) if len(set(allow_eos)) > 1 else self._mask(size, allow_eos[0])
+        penalty = p.repetition_penalty
+        if len(logits) == 1:  # the common case at low concurrency: no stacking, one mask
+            scores = apply_repetition_penalty(np.asarray(logits[0], dtype=np.float32), histories[0], penalty)[None]
+            masks = self._mask(scores.shape[1], allow_eos[0])
+        else:
+            scores = np.stack([apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, penalty)
+                               for x, h in zip(logits, histories, strict=True)])
+            size = scores.shape[1]
+            masks = (self._mask(size, allow_eos[0]) if len(set(allow_eos)) == 1
+                     else np.stack([self._mask(size, a) for a in allow_eos]))
         if p.temperature == 0.0:
             return np.argmax(scores + masks, axis=1).tolist()  # first maximum, as torch.argmax
-        z = scores * (1.0 / p.temperature) + masks  # float64: the masks are
+        z = scores * (1.0 / p.temperature) + masks  # float64: the masks are; a fresh array, changed in place
+        size = z.shape[1]
         if 0 < p.top_k < size:
             kth = np.partition(z, -p.top_k, axis=1)[:, -p.top_k:-p.top_k + 1 or None]
-            z = np.where(z < kth, -np.inf, z)
-        probs = np.exp(z - z.max(axis=1, keepdims=True))
+            z[z < kth] = -np.inf
+        z -= z.max(axis=1, keepdims=True)
+        probs = np.exp(z, out=z)
         if p.top_p < 1.0:
             for row in probs:
                 row /= row.sum()
@@ -66,6 +73,9 @@ class Sampler:
                 cut = int(np.searchsorted(np.cumsum(row[order]), p.top_p)) + 1
                 row[order[cut:]] = 0.0
         cumulative = np.cumsum(probs, axis=1)
-        # scaling by each row's total keeps u below it, so the chosen bin always has mass
+        # scaling by each row's total keeps u below it, so the chosen bin always has mass; the token is
+        # the number of bins whose cumulative mass is <= u (a cumulative sum never decreases)
+        if len(rngs) == 1:
+            return [int(np.searchsorted(cumulative[0], rngs[0].random() * cumulative[0, -1], side="right"))]
         u = np.array([rng.random() for rng in rngs]) * cumulative[:, -1]
-        return np.sum(cumulative <= u[:, None], axis=1).tolist()  # = searchsorted(side="right")
+        return np.sum(cumulative <= u[:, None], axis=1).tolist()

@@ -1,0 +1,52 @@
+"""The scripts in examples/ run as their docstrings say, and what they write is right."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+
+from omni_cli.api import load
+from omni_cli.audio import float_to_pcm16
+from omni_cli.engine import Engine
+from omni_cli.spec import SpeakRequest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+# the `omni` script installed beside this interpreter, first on PATH
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def read_wav(path: Path) -> np.ndarray:
+    with wave.open(str(path)) as wav:
+        assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (24000, 1, 2)
+        return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
+
+
+def test_speak_many_writes_each_request_as_if_spoken_alone(tmp_path):
+    texts = ["Hello there.", "Good morning, how are you today?", "Hi."]
+    done = subprocess.run([sys.executable, str(EXAMPLES / "speak_many.py"), str(tmp_path / "out"), *texts],
+                          capture_output=True, text=True, env=ENV, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(line.split(":")[0] for line in done.stdout.splitlines()) == ["r1", "r2", "r3"]
+    program = load("qwen2_5_omni_toy")
+    for i, text in enumerate(texts, start=1):
+        alone = Engine(program).submit(SpeakRequest(text, seed=i), collect=True).result().samples
+        assert np.array_equal(read_wav(tmp_path / "out" / f"{i:04d}.wav"), float_to_pcm16(alone))
+
+
+def test_pipeline_script_gives_a_file_and_a_json_line_per_input_line(tmp_path):
+    done = subprocess.run(["bash", str(EXAMPLES / "pipeline.sh"), "out"], capture_output=True, text=True,
+                          cwd=tmp_path, env=ENV, timeout=120)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in records] == ["finished"] * 3
+    for r in records:
+        assert read_wav(tmp_path / r["path"]).size == r["num_samples"] > 0
+    assert (tmp_path / "out" / "trace.jsonl").stat().st_size > 0
+    raw_bytes = int(done.stdout.split()[-1])  # the last line: bytes of raw s16le PCM through the pipe
+    assert raw_bytes > 0 and raw_bytes % 2 == 0

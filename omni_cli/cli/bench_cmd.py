@@ -16,6 +16,10 @@ run. With --reference (an hf card and its --model-path) it instead runs chat-mod
 one request after another on the same checkpoint, checks that both make the same tokens, and
 prints our figures beside generate's.
 
+"stall max" is the longest a player that starts at a request's first audio and plays in real time
+would have waited for a chunk, over all requests (0: no gap; chunks are timed when the engine
+hands them out, after the tick that made them).
+
 \b
   omni bench
   omni bench --requests 16 --concurrency 8 --json
@@ -66,13 +70,13 @@ def _render(results, rows) -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 140)  # a pipe or file gets the full table
     table = Table(title="workloads", show_lines=False)
-    for col in ("configuration", "TTFA p50", "TTFA p95", "latency p50", "RTF p50", "audio s / wall s",
+    for col in ("configuration", "TTFA p50", "TTFA p95", "latency p50", "RTF p50", "stall max", "audio s / wall s",
                 "WU / s", "overhead µs/WU", "reserved MiB"):
         table.add_column(col, justify="right" if col != "configuration" else "left")
     for r in results:
         s = r.summary()
         table.add_row(s["label"], _ms(s["ttfa_p50_s"]), _ms(s["ttfa_p95_s"]), _ms(s["latency_p50_s"]),
-                      _num(s["rtf_p50"], 3), _num(s["audio_s_per_wall_s"], 1), _num(s["work_units_per_s"], 0),
+                      _num(s["rtf_p50"], 3), _ms(s["stall_max_s"]), _num(s["audio_s_per_wall_s"], 1), _num(s["work_units_per_s"], 0),
                       _num(s["overhead_us_per_unit"], 1), _num(s["peak_reserved_mib"], 1))
     console.print(table)
     goals = Table(title="targets (measured in this run)")

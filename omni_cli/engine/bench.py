@@ -59,6 +59,7 @@ class BenchResult:
     max_rss_bytes: int = 0
     digests: list[str] = field(default_factory=list)  # per request: a hash of its samples, to compare outputs
     outputs: list[RequestResult] = field(default_factory=list)  # per request, with run_workload(keep_outputs=True)
+    stall_s: list[float] = field(default_factory=list)  # per request: see PlaybackClock
 
     def summary(self) -> dict[str, Any]:
         audio_total = sum(self.audio_s)
@@ -66,6 +67,7 @@ class BenchResult:
             "label": self.label, **{f"workload_{k}": v for k, v in asdict(self.workload).items()},
             "ttfa_p50_s": _quantile(self.ttfa_s, 0.5), "ttfa_p95_s": _quantile(self.ttfa_s, 0.95),
             "latency_p50_s": _quantile(self.latency_s, 0.5), "latency_p95_s": _quantile(self.latency_s, 0.95),
+            "stall_max_s": max(self.stall_s) if self.stall_s else None,
             "rtf_p50": _quantile([lat / a for lat, a in zip(self.latency_s, self.audio_s, strict=True) if a > 0], 0.5),
             "audio_s_per_wall_s": audio_total / self.wall_s if self.wall_s else None,
             "work_units_per_s": self.work_units / self.wall_s if self.wall_s and self.work_units else None,
@@ -88,6 +90,21 @@ def max_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
+class PlaybackClock:
+    """A player that starts at a request's first audio and plays in real time: `stall_s` is the
+    longest it waited for a chunk after the audio before it had run out (0: no gap)."""
+
+    def __init__(self) -> None:
+        self.played_until: float | None = None
+        self.stall_s = 0.0
+
+    def chunk(self, now: float, duration_s: float) -> None:
+        if self.played_until is None:
+            self.played_until = now
+        self.stall_s = max(self.stall_s, now - self.played_until)
+        self.played_until = max(self.played_until, now) + duration_s
+
+
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
                  keep_outputs: bool = False) -> BenchResult:
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
@@ -96,6 +113,7 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
     pending = workload.requests()
     hashes: dict[str, Any] = {}
     handles: dict[str, RequestHandle] = {}
+    clocks: dict[str, PlaybackClock] = {}
     done: dict[str, RequestDone] = {}
     start = time.perf_counter()
     while pending or not engine.is_idle:
@@ -103,10 +121,12 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
             request = pending.pop(0)
             handles[request.request_id] = engine.submit(request, collect=keep_outputs)
             hashes[request.request_id] = hashlib.sha256()
+            clocks[request.request_id] = PlaybackClock()
         engine.step()
         for event in engine.poll():
             if isinstance(event, AudioChunk):
                 hashes[event.request_id].update(event.samples.tobytes())
+                clocks[event.request_id].chunk(time.perf_counter(), event.duration_s)
             elif isinstance(event, RequestDone):
                 done[event.request_id] = event
     wall = time.perf_counter() - start
@@ -123,6 +143,7 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
         peak_reserved_bytes=engine.budget.peak_reserved, max_rss_bytes=max_rss_bytes(),
         digests=[hashes[rid].hexdigest() for rid in order],
         outputs=[handles[rid].result() for rid in order] if keep_outputs else [],
+        stall_s=[clocks[rid].stall_s for rid in order],
     )
 
 

@@ -93,11 +93,14 @@ def kv_bytes_per_position(config: Any, dtype: torch.dtype) -> int:
 
 def step_bytes_estimate(config: Any, vocab_size: int, num_new: int, num_positions: int, dtype: torch.dtype) -> int:
     """Peak activations of a forward adding `num_new` positions to `num_positions` in all: logits of every
-    new position (transformers computes them all), one layer's activations and its attention scores."""
+    new position (transformers computes them all), one layer's activations and its attention scores. A
+    decode step may run in a `RaggedBatch`, which holds a copy of the request's cache for the forward
+    (the padding that lines a row up with a longer batch-mate is not counted: at most the difference)."""
     elem = torch.finfo(dtype).bits // 8
     per_position = vocab_size * (elem + 4) + (8 * config.hidden_size + 3 * config.intermediate_size) * elem
     scores = config.num_attention_heads * num_new * num_positions * 4
-    return num_new * per_position + scores
+    batch_copy = num_positions * kv_bytes_per_position(config, dtype) if num_new == 1 else 0
+    return num_new * per_position + scores + batch_copy
 
 
 def last_logits(logits: torch.Tensor, row: int = 0) -> np.ndarray:

@@ -43,9 +43,10 @@ class LoopSpec:
         "0 = every chunk is chunk_codes")
 
     def chunk_size(self, index: int) -> int:
-        """Codes in chunk `index` (0 = the whole utterance): a small first chunk brings the first audio
-        early, and each later chunk, twice the one before up to `chunk_codes`, is ready before the audio
-        of the chunks before it has played."""
+        """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk
+        brings the first audio early; each later one, twice the one before up to `chunk_codes`, re-reads
+        less context per code. (Whether a chunk arrives before the audio before it has played depends on
+        the machine: `omni bench` reports the longest wait as "stall max".)"""
         if not self.first_chunk_codes or index >= 12:  # 2**12 * 1 code covers the 4096-code maximum
             return self.chunk_codes
         return min(self.chunk_codes, self.first_chunk_codes << index)

@@ -45,7 +45,8 @@ class RaggedBatch:
     values only in `commit`, after the forward succeeded; a forward that raised leaves them as they were.
 
     Batched arithmetic is not bit-equal to one request alone (a matrix product over B rows may pick other
-    kernels than over one); the difference is rounding, bounded by the card's `sample_tolerance` checks."""
+    kernels than over one); the difference is rounding (~1e-7 in the logits, bounded in
+    tests/hf/test_hf_batching.py)."""
 
     def __init__(self, caches: list[ARCache], config: Any, device: torch.device):
         self.caches = caches

@@ -48,6 +48,10 @@ def bench(
     if reference:
         from ..engine.bench import reference_suite
 
+        if any(comp.backend != "hf" for comp in program.card.components.values()):
+            raise typer.BadParameter(f"compares with Hugging Face generate, so it needs an hf card, not {card!r} "
+                                     "(e.g. --card qwen2_5_omni --model-path DIR)", param_hint="--reference")
+
         ref = reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
                               talker_codes=codes)
     else:

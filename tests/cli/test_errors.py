@@ -26,6 +26,7 @@ BAD_USAGE = [
     ["speak", "x", "-o", "-", "--format", "flac"],
     ["speak", "x" * 2001, "-o", "long.wav"],
     ["speak", "x", "-o", "a.mp3"],
+    ["bench", "--reference", "--no-processes"],  # the numpy card: generate needs an hf one
     ["trace", "export", "t.jsonl"],
     ["trace", "show"],
     ["cards", "show", "nope"],
@@ -52,6 +53,12 @@ def test_unknown_voice_lists_the_known_ones(omni):
 def test_numpy_card_refuses_hf_settings_naming_them(omni):
     line = omni("speak", "x", "--model-path", "/m", "--dtype", "bfloat16").stderr.strip()
     assert line.startswith("omni: error: --model-path, --dtype: only for cards on the hf backend")
+
+
+def test_bench_reference_on_a_numpy_card_says_it_needs_an_hf_card(omni):
+    line = omni("bench", "--reference", "--no-processes").stderr.strip()
+    assert line.startswith("omni: error: Invalid value for --reference: compares with Hugging Face generate, "
+                           "so it needs an hf card, not 'qwen2_5_omni_toy'")
 
 
 @pytest.mark.parametrize("target", ["missing/dir/a.wav", "file/a.wav", "file/"])

@@ -11,16 +11,25 @@ the whole utterance took, both from submission.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from omni_cli.api import load
 from omni_cli.audio import open_audio_output
 from omni_cli.engine import Engine
 from omni_cli.spec import SpeakRequest
+from omni_cli.spec.errors import SpecError
 from omni_cli.spec.stream import AudioChunk, RequestDone
 
 
 def main() -> None:
+    try:
+        speak_many()
+    except (SpecError, OSError) as exc:  # a bad card or text, an output that cannot be written
+        sys.exit(f"speak_many: {exc}")
+
+
+def speak_many() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("texts", nargs="+")

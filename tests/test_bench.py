@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from omni_cli.api import load
-from omni_cli.engine.bench import PlaybackClock, Workload, run_workload
+from omni_cli.bench import PlaybackClock, Workload, run_workload
 
 
 def test_playback_clock_measures_the_longest_wait_after_the_audio_ran_out():

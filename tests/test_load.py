@@ -8,8 +8,8 @@ import tracemalloc
 import numpy as np
 from runtime_helpers import run_alone
 
+from omni_cli.bench import make_text
 from omni_cli.engine import Engine
-from omni_cli.engine.bench import make_text
 from omni_cli.spec import SpeakRequest
 from omni_cli.spec.stream import AudioChunk, RequestDone, RequestStatus
 

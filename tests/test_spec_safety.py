@@ -12,10 +12,10 @@ from typing import get_args, get_type_hints
 import pytest
 import yaml
 
-import omni_cli.backends.numpy as numpy_backend
+import omni_cli.backends.toy as numpy_backend
 from omni_cli.backends.hf.params import PARAMS as HF_PARAMS
 from omni_cli.backends.hf.params import HFParams
-from omni_cli.backends.numpy.params import PARAMS as NUMPY_PARAMS
+from omni_cli.backends.toy.params import PARAMS as NUMPY_PARAMS
 from omni_cli.program import OPS, compile_program, load_card_file, load_program_file
 from omni_cli.program import backends as program_backends
 from omni_cli.spec import SpecError, parse_yaml
@@ -128,7 +128,7 @@ def test_backend_is_one_of_the_known_names_and_maps_inside_the_package():
                                                             *program_backends._PARAMS.values()])
 
 
-@pytest.mark.parametrize("backend", ["os", "subprocess", "omni_cli.backends.numpy", "../../evil", "numpy.core"])
+@pytest.mark.parametrize("backend", ["os", "subprocess", "omni_cli.backends.toy", "../../evil", "numpy.core"])
 def test_a_card_naming_a_module_as_backend_is_refused(tmp_path: Path, backend: str):
     path = write(tmp_path, "card.yaml", CARD.replace("    backend: numpy\n    role: thinker",
                                                      f"    backend: {backend!r}\n    role: thinker"))

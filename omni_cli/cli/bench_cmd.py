@@ -40,13 +40,13 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="one JSON object per line instead of tables"),
 ) -> None:
     from ..api import load
-    from ..engine.bench import process_timings, standard_suite, targets
+    from ..bench import process_timings, standard_suite, targets
 
     settings = {"model_path": model_path} if model_path else None
     program = load(card, None, settings)
     ref, results = None, []
     if reference:
-        from ..engine.bench import reference_suite
+        from ..bench import reference_suite
 
         if any(comp.backend != "hf" for comp in program.card.components.values()):
             raise typer.BadParameter(f"compares with Hugging Face generate, so it needs an hf card, not {card!r} "

@@ -6,8 +6,8 @@ import importlib
 from types import ModuleType
 
 # names a card may use -> modules inside this package (a card never names an import path)
-_MODULES = {"numpy": "omni_cli.backends.numpy", "hf": "omni_cli.backends.hf"}
-_PARAMS = {"numpy": "omni_cli.backends.numpy.params", "hf": "omni_cli.backends.hf.params"}
+_MODULES = {"numpy": "omni_cli.backends.toy", "hf": "omni_cli.backends.hf"}
+_PARAMS = {"numpy": "omni_cli.backends.toy.params", "hf": "omni_cli.backends.hf.params"}
 
 
 def backend_module(name: str) -> ModuleType:

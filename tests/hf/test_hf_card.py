@@ -123,7 +123,7 @@ def test_omni_speak_writes_generate_s_waveform(greedy_card, tiny_checkpoint, ref
 
 
 def test_batched_token2wav_windows_equal_alone_within_the_cards_tolerance(tiny_checkpoint):
-    from omni_cli.engine.bench import greedy_variant
+    from omni_cli.bench import greedy_variant
 
     # every request makes 60 codes, so their DiT windows have one length and run as one batch
     program = greedy_variant(load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)}),

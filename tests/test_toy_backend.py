@@ -7,7 +7,7 @@ import pytest
 from runtime_helpers import run_alone
 
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput
-from omni_cli.backends.numpy.nn import linear
+from omni_cli.backends.toy.nn import linear
 from omni_cli.spec import SpeakRequest
 
 SR = 24000

@@ -1,0 +1,113 @@
+"""The suites `omni bench` runs: the standard configurations, process start-up, and ours beside HF generate."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from ..program import CompiledProgram
+from .workload import BenchResult, Workload, max_rss_bytes, run_workload
+
+
+def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_chars: int = 60,
+                   concurrency: int = 8) -> list[BenchResult]:
+    """The configurations the README reports: length scaling, barrier vs stream, concurrency.
+
+    60 characters make about 200 codec tokens on the toy card, the utterance issue 5 compares on.
+    """
+    base = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1)
+    runs = [
+        ("stream", base),
+        ("stream-10x", replace(base, text_chars=10 * short_chars)),
+        ("barrier", replace(base, handoff="barrier")),
+        ("concurrency-1", replace(base, num_requests=num_requests)),
+        (f"concurrency-{concurrency}", replace(base, num_requests=num_requests, concurrency=concurrency)),
+    ]
+    return [run_workload(program, w, label) for label, w in runs]
+
+
+def process_timings(card: str, repeats: int = 3) -> dict[str, float]:
+    """Best-of-`repeats` wall seconds of `omni --help` and of `omni speak` (start to file closed)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    def best(argv: list[str]) -> float:
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    omni = [sys.executable, "-m", "omni_cli.cli"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "bench.wav")
+        return {
+            "help_s": best(omni + ["--help"]),
+            "speak_s": best(omni + ["speak", "--card", card, "-q", "--force", "-o", out,
+                                    "The quick brown fox jumps over the lazy dog."]),
+        }
+
+
+def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_min: int = 0) -> CompiledProgram:
+    """The same card with greedy AR loops (repetition penalty kept) and transformers 5.24's talker prefill:
+    what `generate(talker_do_sample=False)` computes, so both sides make the same tokens.
+    `max_tokens` caps loops by role (e.g. {"talker": 200}: a random tiny talker may never say EOS)."""
+    from ..program import compile_program
+
+    card = program.card
+    role_of = {name: card.components[loop.component].role for name, loop in card.loops.items()}
+    loops = {name: replace(loop, sampling=replace(loop.sampling, temperature=0.0),
+                           max_tokens=min(loop.max_tokens, max_tokens.get(role_of[name], loop.max_tokens)))
+             for name, loop in card.loops.items()}
+    components = {name: replace(comp, params={**comp.params, "min_new_tokens": talker_min}) if comp.role == "talker"
+                  else comp for name, comp in card.components.items()}
+    variant = replace(card, loops=loops, components=components, params={**card.params, "match_hf_generate_5_24": True})
+    variant.source, variant.located = card.source, card.located
+    return compile_program(variant, program.program, program.settings)
+
+
+def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_chars: int = 50,
+                    concurrency: int = 8, thinker_max: int = 12,
+                    talker_codes: int = 200) -> tuple[list[BenchResult], dict[str, Any]]:
+    """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
+
+    Returns the three results ("ours-1", f"ours-{concurrency}", "generate") and how the outputs compare.
+    Both sides make `talker_codes` codes per utterance (EOS suppressed before, the bound after): a random
+    tiny talker would otherwise stop at whatever length its weights happen to give.
+    """
+    import numpy as np
+
+    from ..backends.hf.reference import GenerateReference
+
+    ours = greedy_variant(program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes)
+    work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat")
+    results = [run_workload(ours, work, "ours-1", keep_outputs=True),
+               run_workload(ours, replace(work, concurrency=concurrency), f"ours-{concurrency}", keep_outputs=True)]
+    thinker, talker = ours.roles["thinker"], ours.roles["talker"]
+    card = ours.card
+    thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
+    reference = GenerateReference(ours.settings.get("model_path") or card.params["model_path"], sorted(talker.eos_token_ids))
+    voice = ours.voices()[0]
+    runs = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
+                          thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
+            for request in work.requests()]
+    compared: dict[str, Any] = {"requests": len(runs)}
+    for result in results:  # every ours run, the concurrent one (batched decode steps) included
+        same, snr = 0, []
+        for ref, mine in zip(runs, result.outputs, strict=True):
+            tokens = list(mine.tokens.values())
+            same += tokens[0] == ref.thinker_tokens and tokens[1] == ref.talker_tokens
+            n = min(ref.samples.size, mine.samples.size)
+            noise = float(np.sum((ref.samples[:n] - mine.samples[:n]) ** 2))
+            snr.append(float("inf") if noise == 0 else 10 * np.log10(float(np.sum(ref.samples[:n] ** 2)) / noise))
+        compared[result.label] = {"same_tokens": same, "min_snr_db": min(snr) if snr else None}
+        result.outputs = []  # compared; do not keep the waveforms around
+    wall = sum(r.latency_s for r in runs)
+    results.append(BenchResult("generate", work, wall, ttfa_s=[r.latency_s for r in runs],
+                               latency_s=[r.latency_s for r in runs], audio_s=[r.samples.size / 24000 for r in runs],
+                               max_rss_bytes=max_rss_bytes()))
+    return results, compared

@@ -1,0 +1,55 @@
+"""The targets table: each goal of the issues as (what, measured, goal, met), from one run's figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .workload import BenchResult
+
+
+def _by_label(results: list[BenchResult]) -> dict[str, dict[str, Any]]:
+    return {r.label: r.summary() for r in results}
+
+
+def targets(results: list[BenchResult], reference: tuple[list[BenchResult], dict[str, Any]] | None,
+            timings: dict[str, float]) -> list[dict[str, Any]]:
+    """Each target of issue 5 as (what, measured, goal, met), computed from this run's figures."""
+    s = _by_label(results)
+    rows: list[dict[str, Any]] = []
+
+    def add(target: str, value: float | None, goal: str, met: bool | None, fmt: str) -> None:
+        rows.append({"target": target, "measured": "-" if value is None else fmt.format(value), "value": value,
+                     "goal": goal, "met": None if met is None else bool(met)})
+
+    if s:  # the standard suite ran
+        growth = s["stream-10x"]["ttfa_p50_s"] / s["stream"]["ttfa_p50_s"]
+        add("TTFA growth, 10x longer text (stream)", growth, "< 1.5x", growth < 1.5, "{:.2f}x")
+        gain = s["barrier"]["ttfa_p50_s"] / s["stream"]["ttfa_p50_s"]
+        codes = s["barrier"]["audio_s_total"] / s["barrier"]["workload_num_requests"] * 50
+        add(f"TTFA barrier / stream (~{codes:.0f}-code utterances)", gain, ">= 5x", gain >= 5, "{:.1f}x")
+        conc = [k for k in s if k.startswith("concurrency-") and k != "concurrency-1"]
+        for label in ["concurrency-1", *conc]:
+            overhead = s[label]["overhead_us_per_unit"]
+            add(f"scheduler overhead per WorkUnit ({label})", overhead, "< 30 us", overhead < 30, "{:.1f} us")
+        if conc:
+            scale = s[conc[0]]["audio_s_per_wall_s"] / s["concurrency-1"]["audio_s_per_wall_s"]
+            add(f"audio s per wall s, {conc[0]} / concurrency-1", scale, "(no target)", None, "{:.2f}x")
+    if reference:
+        ref_results, outputs = reference
+        r = _by_label(ref_results)
+        many = next(k for k in r if k.startswith("ours-") and k != "ours-1")
+        ttfa = r["generate"]["ttfa_p50_s"] / r["ours-1"]["ttfa_p50_s"]
+        add("TTFA generate / ours (chat, greedy, concurrency 1)", ttfa, ">= 5x", ttfa >= 5, "{:.1f}x")
+        thr = r[many]["audio_s_per_wall_s"] / r["generate"]["audio_s_per_wall_s"]
+        add(f"audio s per wall s, {many} / generate one by one", thr, ">= 3x", thr >= 3, "{:.1f}x")
+        n = outputs["requests"]
+        for label in ("ours-1", many):
+            same = outputs[label]["same_tokens"]
+            add(f"requests whose tokens and codes equal generate's ({label})", same, f"{n} of {n}", same == n, "{:d}")
+        for label in ("ours-1", many):
+            add(f"waveform vs generate, worst request ({label}, chunked token2wav)", outputs[label]["min_snr_db"],
+                "(reported)", None, "{:.0f} dB SNR")
+    if "speak_s" in timings:
+        add("omni speak, process start to file closed", timings["speak_s"], "< 1 s", timings["speak_s"] < 1.0, "{:.2f} s")
+        add("omni --help", timings["help_s"], "< 0.3 s", timings["help_s"] < 0.3, "{:.2f} s")
+    return rows

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from .errors import CliError
@@ -15,6 +16,7 @@ from .errors import CliError
 class Line:
     number: int  # 1-based line number in the input (empty lines count)
     text: str
+    arrived_s: float = field(default_factory=time.perf_counter, compare=False)  # first audio is timed from here
 
 
 class LineSource:

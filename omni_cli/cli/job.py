@@ -51,8 +51,8 @@ def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None)
         clean_text(job.text, engine.program.card.limits.max_text_chars)
     view = view_factory(engine) if view_factory else make_view(engine, sys.stderr, quiet=job.quiet,
                                                                verbose=job.verbose)
-    defer = not job.quiet and hasattr(view, "console") and isatty(sys.stdout)  # the live view owns the terminal
-    router = Router(job.plan, engine.sample_rate, sys.stdout.buffer, sys.stdout, defer_text=defer)
+    live = hasattr(view, "console") and isatty(sys.stdout)  # the live view owns the terminal
+    router = Router(job.plan, engine.sample_rate, sys.stdout.buffer, sys.stdout, above=view.above if live else None)
     if job.trace_path:  # every refusal comes before any file is created
         refuse_existing(Path(job.trace_path), job.plan.force)
     trace = None

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
-from collections import Counter, deque
+from collections import Counter
 from typing import TextIO
 
-LATEST = 3  # WorkUnits shown per loop in the live view
+from .board import Board, fmt_ms, fmt_rtf
+
+
+def stage_names(program) -> list[str]:
+    """A short header per loop for the request rows: its component, or the loop's name when two share one."""
+    components = [getattr(loop, "spec", None) and loop.spec.component for loop in program.loops.values()]
+    if None in components or len(set(components)) != len(components):
+        return list(program.loops)
+    return components
 
 
 class RunView:
@@ -16,13 +25,9 @@ class RunView:
     def __init__(self, engine, err: TextIO):
         self.err = err
         self.loops = list(engine.program.loops)
-        self.units: Counter = Counter()
-        self.latest: dict[str, deque] = {loop: deque(maxlen=LATEST) for loop in self.loops}
         self.sample_rate = engine.sample_rate
-        self.samples = 0
-        self.first_audio_s: float | None = None
-        self.submitted = 0
-        self.finished = 0
+        self.board = Board(self.loops, stage_names(engine.program), self.sample_rate)
+        self.units: Counter = Counter()
         self._t0 = time.perf_counter()
 
     def elapsed(self) -> float:
@@ -31,18 +36,16 @@ class RunView:
     def on_trace(self, event) -> None:
         if event.event == "work_unit":
             self.units[event.loop] += 1
-            self.latest.setdefault(event.loop, deque(maxlen=LATEST)).append(event)
+            self.board.on_unit(event)
 
     def on_submit(self, utt) -> None:
-        self.submitted += 1
+        self.board.on_submit(utt)
 
     def on_audio(self, utt, num_samples: int) -> None:
-        if self.first_audio_s is None:
-            self.first_audio_s = self.elapsed()
-        self.samples += num_samples
+        self.board.samples += num_samples
 
     def on_done(self, utt) -> None:
-        self.finished += 1
+        pass
 
     def __enter__(self):
         return self
@@ -50,23 +53,39 @@ class RunView:
     def __exit__(self, *exc) -> None:
         pass
 
-    def summary(self, utterances, where: str | None) -> None:
+    def above(self, write) -> None:
+        """Run `write` (which prints to the terminal) so it lands above the live view, not through it."""
+        write()
+
+    def summary(self, utterances, where: str | None, stopped: str | None = None) -> None:
         pass
 
-    def summary_lines(self, utterances, where: str | None) -> list[str]:
+    def summary_lines(self, utterances, where: str | None, stopped: str | None = None) -> list[str]:
         wall = self.elapsed()
-        audio_s = self.samples / self.sample_rate
+        audio_s = self.board.samples / self.sample_rate
         statuses = Counter(u.status for u in utterances)
         n = len(utterances)
         head = f"{n} utterance{'s' if n != 1 else ''}"
         if set(statuses) - {"finished"}:
             head += " (" + ", ".join(f"{c} {s}" for s, c in sorted(statuses.items())) + ")"
-        speed = f", {audio_s / wall:.1f}x real time" if wall > 0 and audio_s > 0 else ""
-        ttfa = f", first audio after {self.first_audio_s * 1e3:.0f} ms" if self.first_audio_s is not None else ""
+        rtf = f" (RTF {fmt_rtf(wall, audio_s)})" if audio_s > 0 else ""
         dest = f" -> {where}" if where else " (audio not saved: pass -o FILE)"
         units = ", ".join(f"{loop} {self.units[loop]}" for loop in self.loops)
-        return [f"omni: {head}: {audio_s:.2f} s of audio in {wall:.2f} s{speed}{ttfa}{dest}",
-                f"omni: WorkUnits: {units}"]
+        lines = [f"omni: stopped: {stopped}"] if stopped else []
+        lines.append(f"omni: {head}: {audio_s:.2f} s of audio in {wall:.2f} s{rtf}{dest}")
+        lines += [f"omni: {first}" for first in [first_audio(utterances)] if first]
+        return [*lines, f"omni: WorkUnits: {units}"]
+
+
+def first_audio(utterances) -> str:
+    """Time to first audio counted from when each line arrived (not from start-up, nor while waiting for it)."""
+    times = sorted(u.first_audio_after_line_s for u in utterances if u.first_audio_after_line_s is not None)
+    if not times:
+        return ""
+    if len(times) == 1:
+        return f"first audio {fmt_ms(times[0])} after its line arrived"
+    return (f"first audio {fmt_ms(statistics.median(times))} after each line arrived "
+            f"(median; {fmt_ms(times[0])} to {fmt_ms(times[-1])})")
 
 
 class PlainView(RunView):
@@ -83,25 +102,25 @@ class PlainView(RunView):
                            f"{event.dur_s * 1e3:.2f} ms x{event.batch_size} at {event.start_s * 1e3:.1f} ms\n")
             self.err.flush()
 
-    def summary(self, utterances, where: str | None) -> None:
-        self.err.write("".join(line + "\n" for line in self.summary_lines(utterances, where)))
+    def summary(self, utterances, where: str | None, stopped: str | None = None) -> None:
+        self.err.write("".join(line + "\n" for line in self.summary_lines(utterances, where, stopped)))
         self.err.flush()
 
 
 class LiveView(PlainView):
-    """A TTY: one row per loop (steps, latest WorkUnits), audio written and time to first audio, redrawn live."""
+    """A TTY: a row per loop (WorkUnits, rate, latest calls) and per request (stages, first audio, audio), redrawn."""
 
-    def __init__(self, engine, err: TextIO, verbose: bool):
+    def __init__(self, engine, err: TextIO, verbose: bool, console=None):
         super().__init__(engine, err, verbose=False)
         from rich.console import Console
 
-        self.console = Console(file=err, stderr=err is sys.stderr)
+        self.console = console or Console(file=err, stderr=err is sys.stderr)
         self._live = None
 
     def __enter__(self):
         from rich.live import Live
 
-        self._live = Live(console=self.console, get_renderable=self._render, refresh_per_second=12,
+        self._live = Live(console=self.console, get_renderable=self.render, refresh_per_second=12,
                           redirect_stdout=False, redirect_stderr=False, transient=True)
         self._live.start()
         return self
@@ -111,24 +130,29 @@ class LiveView(PlainView):
             self._live.stop()
             self._live = None
 
-    def _render(self):
-        from rich.table import Table
+    def render(self):
+        from rich.console import Group
+        from rich.text import Text
 
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        table.add_column("loop")
-        table.add_column("steps", justify="right")
-        table.add_column("latest WorkUnits (duration, batch size)", no_wrap=True, overflow="ellipsis")
-        for loop in self.loops:
-            latest = "  ".join(f"{e.kind} #{e.step} {e.dur_s * 1e3:.2f} ms x{e.batch_size}"
-                               for e in list(self.latest.get(loop, ())))
-            table.add_row(loop, str(self.units[loop]), latest)
-        ttfa = "-" if self.first_audio_s is None else f"{self.first_audio_s * 1e3:.0f} ms"
-        table.caption = (f"audio written {self.samples / self.sample_rate:.2f} s · first audio {ttfa} · "
-                         f"utterances {self.finished}/{self.submitted} · {self.elapsed():.1f} s")
-        return table
+        lines = self.board.lines(self.console.width, self.elapsed())
+        return Group(*(Text(text, style=style, no_wrap=True, overflow="crop") for text, style in lines))
 
-    def summary(self, utterances, where: str | None) -> None:
-        for line in self.summary_lines(utterances, where):
+    def above(self, write) -> None:
+        live = self._live
+        render = getattr(live, "_live_render", None)
+        if live is None or render is None or not self.console.is_terminal:
+            write()
+            return
+        # rich prints above a live display by erasing it, printing, and drawing it again below; the same
+        # here, for text that goes to stdout (the same terminal) rather than through rich's console
+        with live._lock:
+            self.console.control(render.position_cursor())
+            write()
+            render._shape = None  # already erased: the redraw must not move up over the text just written
+        live.refresh()
+
+    def summary(self, utterances, where: str | None, stopped: str | None = None) -> None:
+        for line in self.summary_lines(utterances, where, stopped):
             self.console.print(line, markup=False, highlight=False)
 
 

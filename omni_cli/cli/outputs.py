@@ -66,13 +66,16 @@ class Utterance:
     status: str = "queued"
     error: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    arrived_s: float = 0.0  # time.perf_counter() when its line arrived
+    first_audio_after_line_s: float | None = None  # from the line's arrival, queueing included
 
     def record(self, sample_rate: int) -> dict[str, Any]:
         """The `--json` object for this utterance."""
         m = self.metrics
         return {"index": self.index, "line": self.line, "text": self.text, "reply": "".join(self.reply),
                 "path": self.path, "status": self.status, "duration_s": self.num_samples / sample_rate,
-                "num_samples": self.num_samples, "ttfa_s": m.get("ttfa_s"), "latency_s": m.get("latency_s"),
+                "num_samples": self.num_samples, "ttfa_s": m.get("ttfa_s"),
+                "first_audio_after_line_s": self.first_audio_after_line_s, "latency_s": m.get("latency_s"),
                 "work_units": m.get("work_units", {}), "error": self.error}
 
 
@@ -103,13 +106,12 @@ class Router:
     """Sends each utterance's text and audio where the plan says, as they stream."""
 
     def __init__(self, plan: OutputPlan, sample_rate: int, stdout: BinaryIO, text_out: TextIO,
-                 defer_text: bool = False):
+                 above: Callable[[Callable[[], None]], None] | None = None):
         self.plan = plan
         self.sample_rate = sample_rate
         self._stdout = stdout
         self._text_out = text_out
-        self._defer_text = defer_text  # the live view owns the terminal: print text once it is gone
-        self._deferred: list[str] = []
+        self._above = above  # the live view owns the terminal: a whole utterance's text goes above it
         self._shared = None  # the one writer of `-o FILE` and `-o -`
         self._own: dict[int, Any] = {}  # dir mode: a writer per utterance
         self._audio_seq = Sequencer()
@@ -155,7 +157,7 @@ class Router:
 
     def text(self, utt: Utterance, piece: str) -> None:
         utt.reply.append(piece)
-        if self.prints_text and not self._defer_text:
+        if self.prints_text and self._above is None:
             self._stdout_seq.run(utt.index, lambda: self._print(piece))
 
     def audio(self, utt: Utterance, samples) -> None:
@@ -175,16 +177,13 @@ class Router:
             line = json.dumps(utt.record(self.sample_rate), ensure_ascii=False)
             self._stdout_seq.run(utt.index, lambda: self._print(line + "\n"))
         elif self.prints_text:
-            if self._defer_text:
-                self._deferred.append("".join(utt.reply))
+            if self._above is not None:  # in input order, as each finishes, saying whose text it is
+                label = f"{utt.path}: " if self.plan.kind == "dir" else ""
+                line = label + "".join(utt.reply) + "\n"
+                self._stdout_seq.run(utt.index, lambda: self._above(lambda: self._print(line)))
             else:
                 self._stdout_seq.run(utt.index, lambda: self._print("\n"))
         self._stdout_seq.finish(utt.index)
-
-    def flush_deferred(self) -> None:
-        for text in self._deferred:
-            self._print(text + "\n")
-        self._deferred.clear()
 
     def close(self) -> None:
         """Close every writer (files stay valid: their headers are current after each chunk)."""

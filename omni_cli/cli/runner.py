@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,7 +87,7 @@ class Driver:
     def _submit(self, line) -> None:
         from ..spec import SpeakRequest, SpecError
 
-        utt = Utterance(len(self.outcome.utterances) + 1, line.number, line.text)
+        utt = Utterance(len(self.outcome.utterances) + 1, line.number, line.text, arrived_s=line.arrived_s)
         try:
             handle = self.engine.submit(SpeakRequest(line.text, **self.request))
         except SpecError as exc:  # this line is bad: speak none after it, finish those before it
@@ -107,6 +108,8 @@ class Driver:
 
         utt = self._by_id[event.request_id]
         if isinstance(event, AudioChunk):
+            if utt.first_audio_after_line_s is None:
+                utt.first_audio_after_line_s = time.perf_counter() - utt.arrived_s
             self.router.audio(utt, event.samples)
             self.view.on_audio(utt, event.num_samples)
         elif isinstance(event, TextPiece):
@@ -148,7 +151,6 @@ def run_utterances(engine, source: LineSource, router: Router, view, request: di
                 outcome = driver.run()
             finally:
                 router.close()
-        router.flush_deferred()
     except (OutputClosed, BrokenPipeError):
         quiet_stdout()
         return Outcome(PIPE_CLOSED, [], driver.outcome.utterances)

@@ -158,6 +158,7 @@ def test_a_terminal_gets_the_live_view_and_then_the_text(home):
     os.close(master)
     assert p.wait(timeout=DEADLINE_S) == 0
     screen = b"".join(chunks).decode("utf-8", "replace")
-    assert "\x1b[" in screen and "latest WorkUnits" in screen  # the live table, redrawn in place
+    assert "\x1b[" in screen and "latest calls" in screen and "\nr1 " in screen  # a row per loop, per request
     tail = screen.split("\x1b[?25h")[-1]  # after the live view has given the cursor back
-    assert HELLO in tail and "omni: 1 utterance" in tail
+    assert "omni: 1 utterance" in tail
+    assert HELLO + "\r\n" in screen  # the text, printed above the live view as soon as it finished

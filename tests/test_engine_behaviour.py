@@ -9,7 +9,7 @@ import pytest
 from runtime_helpers import run_alone
 
 from omni_cli.engine import AdmissionError, Engine
-from omni_cli.loops import DONE, LoopState, LoopStatus, Wait, WorkPlan
+from omni_cli.loops import DONE, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from omni_cli.program import WiredRequest
 from omni_cli.spec import SpeakRequest
 from omni_cli.spec.stream import RequestDone, RequestStatus
@@ -35,7 +35,7 @@ class ScriptedState(LoopState):
     waits_left: int = 0
 
 
-class ScriptedLoop:
+class ScriptedLoop(Loop):
     """`steps` WorkUnits per request; waits `waits` ticks first; resident and step bytes as given."""
 
     def __init__(self, component, steps=3, waits=0, resident=100, step_bytes=10, stage=0, forever_wait=False):
@@ -68,7 +68,7 @@ class ScriptedLoop:
         return state
 
     def finalize(self, state):
-        return None
+        return LoopResult(self.loop_id, state.step, {"outputs": list(state.outputs)})
 
     def abort(self, state):
         self.aborted.append(state.request_id)
@@ -79,10 +79,12 @@ def scripted_program(loop, budget_mib=1, max_batch=4):
     card = SimpleNamespace(batching=SimpleNamespace(max_batch=max_batch),
                            limits=SimpleNamespace(memory_budget_mib=budget_mib), sample_rate=24000)
 
-    def wire(rid, request, emit):
-        return WiredRequest(rid, [(loop, loop.init(rid))], {}, None)
+    loops = loop if isinstance(loop, list) else [loop]
 
-    return SimpleNamespace(card=card, wire=wire)
+    def wire(rid, request, emit):
+        return WiredRequest(rid, [(one, one.init(rid)) for one in loops], {}, None)
+
+    return SimpleNamespace(card=card, wire=wire, components={})
 
 
 def drain(engine):
@@ -138,11 +140,11 @@ def test_cancel_one_request_at_a_step_boundary_leaves_the_others_alone():
 def test_exception_in_one_requests_step_fails_only_that_request():
     comp = ScriptedComponent(fail_on={"q1"})
     engine = Engine(scripted_program(ScriptedLoop(comp, steps=3)), max_batch=4)
-    handles = [engine.submit(SpeakRequest("x", request_id=f"q{i}")) for i in range(3)]
+    handles = [engine.submit(SpeakRequest("x", request_id=f"q{i}"), collect=True) for i in range(3)]
     done = {e.request_id: e for e in drain(engine) if isinstance(e, RequestDone)}
     assert done["q1"].status is RequestStatus.FAILED and "scripted failure" in done["q1"].error
     assert done["q0"].status is done["q2"].status is RequestStatus.FINISHED
-    ok = [h._request.wired.states[0][1].outputs for h in handles]
+    ok = [h.result().loops["scripted"].outputs["outputs"] for h in handles]
     assert ok[0] == ok[2] == [0, 10, 20]
     assert engine.budget.reserved == 0
 
@@ -155,10 +157,49 @@ def test_a_program_where_every_loop_waits_fails_instead_of_spinning():
     assert engine.budget.reserved == 0
 
 
-def test_waiting_loops_resume():
-    engine = Engine(scripted_program(ScriptedLoop(ScriptedComponent(), steps=2, waits=0)))
-    engine.submit(SpeakRequest("x"))
+class ConsumerLoop(ScriptedLoop):
+    """Step k needs the producer's step k done: it waits (real waits, not a countdown) until then."""
+
+    def __init__(self, component, producer_states, steps):
+        super().__init__(component, steps=steps, stage=1)
+        self.loop_id = "consumer"
+        self.producer_states = producer_states
+        self.waited = 0
+
+    def init(self, rid):
+        return ScriptedState(self.loop_id, rid, resident_bytes=self.resident)
+
+    def next(self, state):
+        if state.status is LoopStatus.FINISHED:
+            return DONE
+        if state.step >= self.steps:
+            state.status = LoopStatus.FINISHED
+            return DONE
+        produced = self.producer_states[state.request_id].outputs
+        if len(produced) <= state.step:
+            self.waited += 1
+            return Wait(lambda: "producer behind")
+        return WorkPlan(self.loop_id, state.request_id, "consume", state.step, ("consume",), self.step_bytes_,
+                        {"rid": state.request_id, "step": produced[state.step]})
+
+
+def test_waiting_loops_resume_when_their_input_arrives():
+    producer_states = {}
+
+    class Producer(ScriptedLoop):
+        def init(self, rid):
+            producer_states[rid] = super().init(rid)
+            return producer_states[rid]
+
+    producer = Producer(ScriptedComponent(), steps=3)  # its first step runs in the tick the consumer waits
+    consumer = ConsumerLoop(ScriptedComponent(), producer_states, steps=3)
+    engine = Engine(scripted_program([producer, consumer]))
+    handle = engine.submit(SpeakRequest("x"), collect=True)
     assert [e.status for e in drain(engine) if isinstance(e, RequestDone)] == [RequestStatus.FINISHED]
+    loops = handle.result().loops
+    assert loops["scripted"].outputs["outputs"] == [0, 10, 20]
+    assert loops["consumer"].outputs["outputs"] == [0, 100, 200]  # each consumed what its producer step made
+    assert consumer.waited >= 1 and engine.budget.reserved == 0
 
 
 def test_trace_has_one_event_per_work_unit(toy):
@@ -188,12 +229,14 @@ def test_cancel_a_real_request_closes_everything(toy):
     handle = engine.submit(SpeakRequest("Cancel this long request " * 5, seed=1), collect=True)
     for _ in range(30):
         engine.step()
+    wired = engine.inspect(handle.request_id)
     handle.cancel()
     events = list(handle.stream())
     assert isinstance(events[-1], RequestDone) and events[-1].status is RequestStatus.CANCELLED
-    for _, state in handle._request.wired.states:
+    for _, state in wired.states:
         assert state.status is LoopStatus.FINISHED
-    assert all(ch.is_closed for ch in handle._request.wired.slots.values() if hasattr(ch, "is_closed"))
+    assert all(ch.is_closed for ch in wired.slots.values() if hasattr(ch, "is_closed"))
+    assert engine.inspect(handle.request_id) is None  # the engine let go of its wiring
     assert engine.budget.reserved == 0 and engine.is_idle
 
 
@@ -208,9 +251,9 @@ class SteppedComponent(ScriptedComponent):
 def test_an_exception_returned_for_one_request_fails_it_without_rerunning_the_batch():
     comp = SteppedComponent(fail_on={"q1"})
     engine = Engine(scripted_program(ScriptedLoop(comp, steps=3)), max_batch=4)
-    handles = [engine.submit(SpeakRequest("x", request_id=f"q{i}")) for i in range(3)]
+    handles = [engine.submit(SpeakRequest("x", request_id=f"q{i}"), collect=True) for i in range(3)]
     done = {e.request_id: e for e in drain(engine) if isinstance(e, RequestDone)}
     assert done["q1"].status is RequestStatus.FAILED and "stepped failure" in done["q1"].error
-    assert [h._request.wired.states[0][1].outputs for h in handles[::2]] == [[0, 10, 20]] * 2
+    assert [h.result().loops["scripted"].outputs["outputs"] for h in handles[::2]] == [[0, 10, 20]] * 2
     assert comp.calls == [["q0", "q1", "q2"], ["q0", "q2"], ["q0", "q2"]]  # each step ran exactly once
     assert engine.budget.reserved == 0

@@ -23,10 +23,11 @@ def digest(samples: np.ndarray, tokens) -> str:
 def run_load(program, num_requests=200, cancel_fraction=0.2, seed=0):
     rng = random.Random(seed)
     engine = Engine(program, max_batch=16)
-    handles = {}
+    handles, wirings = {}, []
     for i in range(num_requests):
         text, s = VARIANTS[i % len(VARIANTS)]
         handles[f"L{i}"] = (engine.submit(SpeakRequest(text, seed=s, request_id=f"L{i}"), collect=True), i % len(VARIANTS))
+        wirings.append(engine.inspect(f"L{i}"))
     doomed = set(rng.sample(sorted(handles), int(cancel_fraction * num_requests)))
     done = {}
     ticks = 0
@@ -39,7 +40,7 @@ def run_load(program, num_requests=200, cancel_fraction=0.2, seed=0):
         for event in engine.poll():
             if isinstance(event, RequestDone):
                 done[event.request_id] = event
-    return engine, handles, done
+    return engine, handles, done, wirings
 
 
 def test_two_hundred_requests_complete_identically_or_are_cancelled(toy):
@@ -47,7 +48,7 @@ def test_two_hundred_requests_complete_identically_or_are_cancelled(toy):
     for text, s in VARIANTS:
         r = run_alone(toy, SpeakRequest(text, seed=s))
         solo.append(digest(r.samples, r.tokens))
-    engine, handles, done = run_load(toy)
+    engine, handles, done, wirings = run_load(toy)
     assert len(done) == 200
     cancelled = 0
     for rid, (handle, variant) in handles.items():
@@ -61,14 +62,14 @@ def test_two_hundred_requests_complete_identically_or_are_cancelled(toy):
         assert digest(result.samples, result.tokens) == solo[variant], rid
     assert 10 <= cancelled <= 40
     assert engine.budget.reserved == 0 and engine.is_idle
-    for handle, _ in handles.values():  # no stream stays open
-        assert all(ch.is_closed for ch in handle._request.wired.slots.values() if hasattr(ch, "is_closed"))
+    for wired in wirings:  # no stream stays open
+        assert all(ch.is_closed for ch in wired.slots.values() if hasattr(ch, "is_closed"))
 
 
 def test_memory_does_not_grow_run_over_run(toy):
     def one_run():
-        engine, handles, _ = run_load(toy, num_requests=24, seed=1)
-        del engine, handles
+        engine, handles, _, wirings = run_load(toy, num_requests=24, seed=1)
+        del engine, handles, wirings
         gc.collect()
         return tracemalloc.get_traced_memory()[0]
 
@@ -87,7 +88,8 @@ def test_a_fault_in_one_requests_step_fails_it_alone(toy, monkeypatch):
     engine = Engine(toy, max_batch=16)
     handles = [engine.submit(SpeakRequest(t, seed=s), collect=True) for t, s in texts]
     talker = toy.roles["talker"]
-    doomed_cache = handles[1]._request.wired.states[1][1].cache
+    doomed = engine.inspect(handles[1].request_id)
+    doomed_cache = doomed.states[1][1].cache
     original = type(talker).run
     calls = {"n": 0}
 
@@ -107,6 +109,6 @@ def test_a_fault_in_one_requests_step_fails_it_alone(toy, monkeypatch):
         result = handles[i].result()
         assert result.status is RequestStatus.FINISHED
         assert result.tokens == solo[i].tokens and np.array_equal(result.samples, solo[i].samples)
-    assert all(ch.is_closed for ch in handles[1]._request.wired.slots.values() if hasattr(ch, "is_closed"))
+    assert all(ch.is_closed for ch in doomed.slots.values() if hasattr(ch, "is_closed"))
     assert not any(isinstance(e, AudioChunk) and e.request_id == handles[1].request_id and e.index > 0 for e in events)
     assert engine.budget.reserved == 0

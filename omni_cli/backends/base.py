@@ -142,6 +142,10 @@ class ThinkerModel(ARModel, Protocol):
 class TalkerModel(ARModel, Protocol):
     """Hand-off side: how thinker items become talker conditioning (model-specific pairing)."""
 
+    # whether codes_bounds()'s `most` is a cap that cuts speech short (hf: generate's max_new_tokens)
+    # or the model's own length rule for the reply (toy: codes per reply token)
+    codes_bound_is_cap: bool
+
     def prefill_from(self, items: Sequence[ARItem], is_closed: bool, voice: str | None) -> Prefill | None:
         """The talker prefill, or None while `items` is too short and more may come."""
         ...

@@ -1,57 +1,58 @@
-"""The engine: admits requests, and each tick runs every ready WorkUnit, batched by key."""
+"""The engine: a Scheduler that decides, an Executor per component that runs, and a short `step`."""
 
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
 
-from ..loops import Wait, WorkPlan
-from ..program import CompiledProgram
+from ..program import CompiledProgram, WiredRequest
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
 from .admission import AdmissionError, MemoryBudget, mib
+from .events import EventQueue
+from .executor import BatchOutcome, Executor, InlineExecutor
 from .request import EngineRequest, RequestHandle
-from .scheduler import POLICIES, Entry, group_plans, order_groups
+from .scheduler import Entry, Scheduler, one_line
 from .stats import EngineStats
 from .trace import RequestEvent, TraceEvent, WorkUnitEvent
 
-
-def _try(fn, *args) -> Exception | None:
-    try:
-        fn(*args)
-    except Exception as exc:
-        return exc
-    return None
+__all__ = ["Engine", "one_line"]
 
 
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if isinstance(exc, (ValueError, RuntimeError, OSError)) else f"{type(exc).__name__}: {text}"
+@dataclass
+class _Call:
+    """A batch handed to an executor: what it reserved, to refund and fold when it completes."""
+
+    entries: list[Entry]
+    reserved: int
+    component_id: int
 
 
 class Engine:
     def __init__(self, program: CompiledProgram, *, policy: str = "latency-first", memory_budget_bytes: int | None = None,
-                 max_batch: int | None = None, clock: Callable[[], float] = time.perf_counter):
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+                 max_batch: int | None = None, executors: Mapping[str, Executor] | None = None):
+        """executors: by component name (the card's); a component not named runs inline, in this thread."""
         card = program.card
         self.program = program
         self.policy = policy
-        self.max_batch = max_batch or card.batching.max_batch
         self.budget = MemoryBudget(memory_budget_bytes or card.limits.memory_budget_mib << 20)
+        self.scheduler = Scheduler(policy, max_batch or card.batching.max_batch, self.budget)
+        self.max_batch = self.scheduler.max_batch
         self.sample_rate = card.sample_rate
         self.stats = EngineStats()
-        self._clock = clock
-        self._t0 = clock()
+        self._t0 = time.perf_counter()
         self._count = 0
-        self._requests: dict[str, EngineRequest] = {}
-        self._queued: deque[EngineRequest] = deque()
-        self._running: list[EngineRequest] = []
-        self._events: deque[StreamEvent] = deque()
-        self._stash: dict[str, deque[StreamEvent]] = {}
+        self._executors: dict[int, Executor] = {id(c): (executors or {}).get(name) or InlineExecutor(c)
+                                                for name, c in program.components.items()}
+        self._requests: dict[str, EngineRequest] = {}  # active only: an ended request is the caller's alone
+        self._events = EventQueue()
         self._subscribers: list[Callable[[TraceEvent], None]] = []
         self._cancels: set[str] = set()  # cancelled, to be reaped at the next step boundary
+        self._in_flight: dict[Future[BatchOutcome], _Call] = {}
+        self._busy: set[int] = set()  # components with a call in flight
+        self._busy_states: set[int] = set()  # loop states with a step in flight
 
     # public API
     def subscribe(self, fn: Callable[[TraceEvent], None]) -> None:
@@ -59,25 +60,25 @@ class Engine:
         self._subscribers.append(fn)
 
     def now(self) -> float:
-        return self._clock() - self._t0
+        return time.perf_counter() - self._t0
 
     def submit(self, request: SpeakRequest, *, collect: bool = False) -> RequestHandle:
-        """Wire a request and queue it. Raises SpecError for bad input, AdmissionError if it can never fit."""
+        """Wire a request and queue it. Raises SpecError for bad input, AdmissionError if it can never fit.
+        collect: keep its text, tokens and samples for `handle.result()` (else only its metrics)."""
         self._count += 1
         rid = request.request_id or f"r{self._count}"
         if rid in self._requests:
             raise ValueError(f"request id {rid!r} is already in use")
         holder: list[EngineRequest] = []
         wired = self.program.wire(rid, request, lambda event: self._emit(holder[0], event))
-        r = EngineRequest(rid, request, wired, collect, self.now())
+        peak = max((loop.peak_step_bytes(state) for loop, state in wired.states), default=0)
+        r = EngineRequest(rid, request, wired, collect, self.now(), wired.resident_bytes, peak)
         holder.append(r)
-        r.peak_step_bytes = max((loop.peak_step_bytes(state) for loop, state in wired.states), default=0)
-        need = wired.resident_bytes + r.peak_step_bytes
-        if need > self.budget.capacity:
-            raise AdmissionError(f"request {rid} needs {mib(need)} ({mib(wired.resident_bytes)} resident + "
-                                 f"{mib(r.peak_step_bytes)} per step), over the {mib(self.budget.capacity)} memory budget")
+        if r.resident_bytes + peak > self.budget.capacity:
+            raise AdmissionError(f"request {rid} needs {mib(r.resident_bytes + peak)} ({mib(r.resident_bytes)} resident "
+                                 f"+ {mib(peak)} per step), over the {mib(self.budget.capacity)} memory budget")
         self._requests[rid] = r
-        self._queued.append(r)
+        self.scheduler.add(r)
         self._trace(RequestEvent(rid, "submitted", r.submitted_s))
         return RequestHandle(self, r)
 
@@ -92,13 +93,18 @@ class Engine:
         for rid in list(self._requests):
             self.cancel(rid)
 
+    def inspect(self, request_id: str) -> WiredRequest | None:
+        """Test and debugging hook: an active request's wiring (loop states, slots); None once it ended."""
+        r = self._requests.get(request_id)
+        return None if r is None else r.wired
+
     @property
     def is_idle(self) -> bool:
-        return not self._running and not self._queued
+        return not self._requests and not self._in_flight
 
     @property
     def num_active(self) -> int:
-        return len(self._running) + len(self._queued)
+        return len(self._requests)
 
     def events(self) -> Iterator[StreamEvent]:
         """Drive the engine until idle, yielding every request's events in the order they happen."""
@@ -110,125 +116,133 @@ class Engine:
 
     def poll(self) -> list[StreamEvent]:
         """The events produced so far and not yet read, without driving the engine."""
-        out: list[StreamEvent] = []
-        for waiting in self._stash.values():  # drained in place: a stream_of reader keeps its deque
-            out.extend(waiting)
-            waiting.clear()
-        out.extend(self._events)
-        self._events.clear()
-        return out
+        return self._events.poll()
 
     def stream_of(self, request_id: str) -> Iterator[StreamEvent]:
         """Drive the engine, yielding one request's events; other requests' events wait for their readers."""
-        mine = self._stash.setdefault(request_id, deque())
         while True:
-            while mine:
-                event = mine.popleft()
-                yield event
-                if isinstance(event, RequestDone):
-                    return
-            while self._events:
-                event = self._events.popleft()
-                self._stash.setdefault(event.request_id, deque()).append(event)
-            if mine:
-                continue
-            if self._requests[request_id].status.is_done or self.is_idle:
+            mine, done = self._events.take(request_id)
+            yield from mine
+            if done or (not mine and (request_id not in self._requests or self.is_idle)):
                 return
+            if not mine:
+                self.step()
+
+    def close(self) -> None:
+        """Cancel what runs, wait for calls in flight, and close the executors."""
+        self.cancel_all()
+        while not self.is_idle:
             self.step()
+        for executor in self._executors.values():
+            executor.close()
 
     # one tick
     def step(self) -> None:
-        start = self._clock()
+        start = time.perf_counter()
+        if self._in_flight:
+            self._fold_completed(block=False)
         if self._cancels:
-            self._reap_cancelled()
-        if self._queued:
-            self._admit()
-        if self.policy == "round-robin" and len(self._running) > 1:
-            self._running.append(self._running.pop(0))  # a different request goes first each tick
-        entries: list[Entry] = []
-        waits: list[tuple[EngineRequest, str, Wait]] = []
-        for r in list(self._running):
-            pending = False
-            for loop, state in r.wired.states:
-                try:
-                    nxt = loop.next(state)
-                except Exception as exc:  # a bad input or a broken feed fails this request alone
-                    self._fail(r, f"{loop.loop_id}: {one_line(exc)}")
-                    break
-                if nxt.__class__ is WorkPlan:
-                    entries.append(Entry(nxt, loop.stage, r, loop, state))
-                    pending = True
-                elif nxt.__class__ is Wait:
-                    waits.append((r, loop.loop_id, nxt))
-                    pending = True
-            else:
-                if not pending:
-                    self._finish(r)
-        if not entries and self._running:
-            # every loop waits on another: a broken program, never a reason to spin forever
-            why = "; ".join(f"{r.request_id}/{loop_id}: {w.reason}" for r, loop_id, w in waits[:3])
-            for r in list(self._running):
-                self._fail(r, f"stalled, no loop can run ({why})")
-        for group in order_groups(group_plans(entries, self.max_batch), self.policy):
-            self._run_group(group.entries)
+            for rid in sorted(self._cancels):
+                self._end(self._requests[rid], RequestStatus.CANCELLED, None)
+            self._cancels.clear()
+        decision = self.scheduler.schedule(self._busy_states)
+        for r in decision.admitted:
+            self._trace(RequestEvent(r.request_id, "admitted", self.now(), {"reserved_bytes": r.reserved_bytes}))
+        for r, error in decision.ended:
+            self._end(r, RequestStatus.FINISHED if error is None else RequestStatus.FAILED, error)
+        if decision.stalled is not None:
+            for r in list(self.scheduler.running):
+                self._fail(r, f"stalled, no loop can run ({decision.stalled})")
+        launched = 0
+        for group in decision.batches:
+            launched += self._launch(group.entries)
+        if not launched and self._in_flight:  # nothing else can proceed: wait for the first call back
+            self._fold_completed(block=True)
         self.stats.ticks += 1
-        self.stats.tick_s += self._clock() - start
+        self.stats.tick_s += time.perf_counter() - start
 
-    def _run_group(self, entries: list[Entry]) -> None:
+    def _launch(self, entries: list[Entry]) -> int:
+        """Reserve the batch's step bytes and hand it to its component's executor; returns calls made."""
         running = RequestStatus.RUNNING
         live = [e for e in entries if e.request.status is running and not e.request.cancel_requested]
         if not live:
-            return
+            return 0
+        component = live[0].loop.component
+        key = id(component)
+        if key in self._busy:
+            return 0  # one call per component in flight: the plan is made again next tick
         need = live[0].plan.step_bytes if len(live) == 1 else sum([e.plan.step_bytes for e in live])
         if not self.budget.try_reserve(need):
+            if self._in_flight:
+                return 0  # calls in flight hold step bytes: wait for their refund
             if len(live) == 1:
                 self._fail(live[0].request, f"step needs {mib(need)} but only {mib(self.budget.free)} "
                                             f"of {mib(self.budget.capacity)} is free")
-                return
+                return 0
             half = len(live) // 2  # smaller batches fit: admission left room for any single step
-            self._run_group(live[:half])
-            self._run_group(live[half:])
-            return
-        t = self._clock()
+            return self._launch(live[:half]) + self._launch(live[half:])
+        executor = self._executors.get(key)
+        if executor is None:
+            executor = self._executors[key] = InlineExecutor(component)
+        t = time.perf_counter()
+        future = executor.submit(live[0].plan.kind, [e.plan.inputs for e in live])
+        self.stats.executor_s += time.perf_counter() - t
+        call = _Call(live, need, key)
+        if future.done():  # inline: fold at once, exactly as a synchronous call
+            self._fold(call, future)
+        else:
+            self._in_flight[future] = call
+            self._busy.add(key)
+            self._busy_states.update(id(e.state) for e in live)
+        return 1
+
+    def _fold_completed(self, *, block: bool) -> None:
+        t = time.perf_counter()
+        if block:
+            wait(list(self._in_flight), return_when=FIRST_COMPLETED)
+            self.stats.executor_s += time.perf_counter() - t
+        for future in [f for f in self._in_flight if f.done()]:
+            call = self._in_flight.pop(future)
+            self._busy.discard(call.component_id)
+            self._busy_states.difference_update(id(e.state) for e in call.entries)
+            self._fold(call, future)
+
+    def _fold(self, call: _Call, future: Future[BatchOutcome]) -> None:
+        """The scheduler's postprocess: refund, then fold each output into its loop (or fail its request)."""
+        self.budget.release(call.reserved)
+        live = call.entries
         try:
-            outputs = live[0].loop.component.run(live[0].plan.kind, [e.plan.inputs for e in live])
-        except Exception as exc:
-            if len(live) == 1:
-                self._fail(live[0].request, f"{live[0].loop.loop_id}: {one_line(exc)}")
-                return
-            for entry in live:  # find the request that broke the batch; the others go on unchanged
-                self._run_group([entry])
-            return
-        finally:
-            dur = self._clock() - t
-            self.stats.component_s += dur
-            self.budget.release(need)
-        if len(outputs) != len(live):  # a broken component: its batch fails, the engine goes on
+            outcome = future.result()
+        except Exception as exc:  # the executor itself broke (a worker died): the whole batch fails
             for entry in live:
-                self._fail(entry.request, f"{entry.loop.loop_id}: component returned {len(outputs)} outputs for {len(live)}")
+                self._fail(entry.request, f"{entry.loop.loop_id}: {one_line(exc)}")
             return
+        outputs = outcome.outputs
         stats = self.stats
+        stats.component_s += outcome.dur_s
         stats.batched_calls += 1
         loop = live[0].loop
         loop_id = loop.loop_id
         # a component may hand back an exception in place of one request's output: that request fails
-        # alone (the others' steps already ran and must not be run again)
-        if any(isinstance(o, Exception) for o in outputs):
+        # alone (the others' steps already ran and must not be run again); a request that ended while
+        # its step was in flight is not folded
+        if any(isinstance(o, Exception) for o in outputs) or any(e.request.status.is_done for e in live):
+            kept = []
             for entry, o in zip(live, outputs, strict=True):
                 if isinstance(o, Exception):
                     self._fail(entry.request, f"{loop_id}: {one_line(o)}")
-            kept = [(e, o) for e, o in zip(live, outputs, strict=True) if not isinstance(o, Exception)]
+                elif not entry.request.status.is_done:
+                    kept.append((entry, o))
             live, outputs = [e for e, _ in kept], [o for _, o in kept]
+            if not live:
+                return
         items = [(e.state, e.plan, o) for e, o in zip(live, outputs, strict=True)]
         try:
-            advance_many = getattr(loop, "advance_many", None)
-            if advance_many is not None:
-                errors = advance_many(items)
-            else:
-                errors = [_try(loop.advance, *item) for item in items]
+            errors = loop.advance_many(items)
         except Exception as exc:  # the batch's shared part (e.g. sampling) broke: fail each of its requests
             errors = [exc] * len(items)
         subscribers = self._subscribers
+        start_s = outcome.start_s - self._t0
         for entry, error in zip(live, errors, strict=True):
             r = entry.request
             if error is not None:
@@ -239,52 +253,33 @@ class Engine:
             if subscribers:  # building the event costs more than the bookkeeping around it
                 plan = entry.plan
                 self._trace(WorkUnitEvent(r.request_id, loop_id, plan.kind, plan.step, len(live),
-                                          t - self._t0, dur, loop.stage))
+                                          start_s, outcome.dur_s, loop.stage))
 
     # request lifecycle
-    def _admit(self) -> None:
-        while self._queued:
-            r = self._queued[0]
-            headroom = max([r.peak_step_bytes] + [x.peak_step_bytes for x in self._running])
-            resident = r.wired.resident_bytes
-            if self.budget.reserved + resident + headroom > self.budget.capacity:
-                return  # waits for running requests to finish and refund
-            self.budget.try_reserve(resident)
-            r.reserved_bytes = resident
-            r.status = RequestStatus.RUNNING
-            self._queued.popleft()
-            self._running.append(r)
-            self._trace(RequestEvent(r.request_id, "admitted", self.now(), {"reserved_bytes": resident}))
-
-    def _reap_cancelled(self) -> None:
-        for rid in sorted(self._cancels):
-            self._end(self._requests[rid], RequestStatus.CANCELLED, None)
-        self._cancels.clear()
-
-    def _finish(self, r: EngineRequest) -> None:
-        for loop, state in r.wired.states:
-            loop.finalize(state)
-        self._end(r, RequestStatus.FINISHED, None)
-
     def _fail(self, r: EngineRequest, error: str) -> None:
         self._end(r, RequestStatus.FAILED, error)
 
     def _end(self, r: EngineRequest, status: RequestStatus, error: str | None) -> None:
         if r.status.is_done:
             return
+        wired = r.wired
+        results = {}
         try:
-            if status is not RequestStatus.FINISHED:
-                for loop, state in r.wired.states:
+            for loop, state in wired.states:
+                if status is not RequestStatus.FINISHED:
                     loop.abort(state)
+                results[loop.loop_id] = loop.finalize(state)
         finally:
             self.budget.release(r.reserved_bytes)
             r.reserved_bytes = 0
-            if r in self._running:
-                self._running.remove(r)
-            if r in self._queued:
-                self._queued.remove(r)
+            self.scheduler.remove(r)
+            del self._requests[r.request_id]
+            self._cancels.discard(r.request_id)
+            r.wired = None  # its caches, channels and hidden states go now, not when the caller lets go
+            if r.collect:
+                r.results = results
             r.status, r.error, r.finished_s = status, error, self.now()
-            metrics = r.metrics(self.sample_rate)
+            metrics = r.metrics(self.sample_rate, results)
             detail = {**metrics, "error": error} if error else metrics
             self._trace(RequestEvent(r.request_id, status.value, r.finished_s, detail))
             self._events.append(RequestDone(r.request_id, status, error, metrics))

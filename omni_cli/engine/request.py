@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..loops import LoopResult
 from ..program import WiredRequest
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestStatus, TextPiece
@@ -27,18 +28,20 @@ class RequestResult:
     samples: np.ndarray  # float32, all chunks joined
     sample_rate: int
     error: str | None = None
+    loops: dict[str, LoopResult] = field(default_factory=dict)  # each loop's finalize(), in cascade order
 
 
 @dataclass
 class EngineRequest:
     request_id: str
     spec: SpeakRequest
-    wired: WiredRequest
+    wired: WiredRequest | None  # released when the request ends: its states hold caches and hidden states
     collect: bool
     submitted_s: float
+    resident_bytes: int = 0  # the footprint, computed once at submit
+    peak_step_bytes: int = 0
     status: RequestStatus = RequestStatus.QUEUED
     reserved_bytes: int = 0
-    peak_step_bytes: int = 0
     cancel_requested: bool = False
     error: str | None = None
     first_audio_s: float | None = None
@@ -47,6 +50,7 @@ class EngineRequest:
     units: Counter = field(default_factory=Counter)  # WorkUnits per loop
     text: list[str] = field(default_factory=list)
     chunks: list[np.ndarray] = field(default_factory=list)
+    results: dict[str, LoopResult] = field(default_factory=dict)  # kept only with collect
 
     def record(self, event: Any) -> None:
         if isinstance(event, AudioChunk):
@@ -56,17 +60,18 @@ class EngineRequest:
         elif isinstance(event, TextPiece) and self.collect:
             self.text.append(event.text)
 
-    def metrics(self, sample_rate: int) -> dict[str, Any]:
+    def metrics(self, sample_rate: int, results: dict[str, LoopResult]) -> dict[str, Any]:
         end = self.finished_s if self.finished_s is not None else self.submitted_s
         ttfa = None if self.first_audio_s is None else self.first_audio_s - self.submitted_s
-        stops = {loop.loop_id: state.stop_reason for loop, state in self.wired.states if hasattr(state, "stop_reason")}
         return {
             "ttfa_s": ttfa,
             "latency_s": end - self.submitted_s,
             "audio_s": self.audio_samples / sample_rate,
             "num_samples": self.audio_samples,
             "work_units": dict(self.units),
-            "stop_reasons": stops,
+            "stop_reasons": {name: r.stop_reason for name, r in results.items() if r.stop_reason is not None},
+            # loops that stopped at a cap rather than at their natural end (issue 12: no silent truncation)
+            "truncated": {name: r.stop_reason for name, r in results.items() if r.truncated},
         }
 
 
@@ -94,7 +99,7 @@ class RequestHandle:
         for _ in self.stream():
             pass
         r = self._request
-        tokens = {loop.loop_id: list(state.tokens) for loop, state in r.wired.states if hasattr(state, "tokens")}
+        tokens = {name: list(res.outputs["tokens"]) for name, res in r.results.items() if "tokens" in res.outputs}
         samples = np.concatenate(r.chunks) if r.chunks else np.zeros(0, np.float32)
         rate = self._engine.sample_rate
-        return RequestResult(r.request_id, r.status, "".join(r.text), tokens, samples, rate, r.error)
+        return RequestResult(r.request_id, r.status, "".join(r.text), tokens, samples, rate, r.error, dict(r.results))

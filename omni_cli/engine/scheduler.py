@@ -1,14 +1,26 @@
-"""Scheduling policies: in which order one tick runs its groups of plans."""
+"""The Scheduler decides: which queued requests are admitted, which ready plans run, grouped and ordered.
+
+It never runs anything and never ends a request itself: `schedule()` returns a `Decision` the engine
+carries out (nano-vllm's `schedule()`; the engine's fold is its `postprocess()`).
+"""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..loops import WorkPlan
+from ..loops import Wait, WorkPlan
+from ..spec.stream import RequestStatus
+from .admission import MemoryBudget
 
 POLICIES = ("latency-first", "round-robin")
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, (ValueError, RuntimeError, OSError)) else f"{type(exc).__name__}: {text}"
 
 
 class Entry(NamedTuple):
@@ -26,6 +38,16 @@ class Group:
     batch_key: tuple
     stage: int
     entries: list[Entry] = field(default_factory=list)
+
+
+@dataclass
+class Decision:
+    """One tick's decisions, in the order the engine carries them out."""
+
+    admitted: list[Any] = field(default_factory=list)
+    ended: list[tuple[Any, str | None]] = field(default_factory=list)  # (request, None: finished | error)
+    stalled: str | None = None  # every running loop waits on another and nothing is in flight: why
+    batches: list[Group] = field(default_factory=list)
 
 
 def group_plans(entries: Sequence[Entry], max_batch: int) -> list[Group]:
@@ -51,3 +73,82 @@ def order_groups(groups: list[Group], policy: str) -> list[Group]:
     if policy == "round-robin":
         return groups
     raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+
+
+class Scheduler:
+    """Holds the queue and the running set; admission reserves resident bytes, policy orders the work."""
+
+    def __init__(self, policy: str, max_batch: int, budget: MemoryBudget):
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+        self.policy = policy
+        self.max_batch = max_batch
+        self.budget = budget
+        self.queued: deque[Any] = deque()
+        self.running: list[Any] = []
+
+    def add(self, request: Any) -> None:
+        self.queued.append(request)
+
+    def remove(self, request: Any) -> None:
+        """A request ended (finished, failed, cancelled): it leaves the queue or the running set."""
+        if request in self.running:
+            self.running.remove(request)
+        elif request in self.queued:
+            self.queued.remove(request)
+
+    def schedule(self, in_flight: set[int]) -> Decision:
+        """Admit what fits, then collect every running request's next plan, grouped and ordered.
+
+        in_flight: ids of loop states with a step in flight; they are skipped (not re-planned) but
+        keep their request running.
+        """
+        decision = Decision()
+        if self.queued:
+            self._admit(decision.admitted)
+        running = self.running
+        if self.policy == "round-robin" and len(running) > 1:
+            running.append(running.pop(0))  # a different request goes first each tick
+        entries: list[Entry] = []
+        waits: list[tuple[Any, str, Wait]] = []
+        ended = decision.ended
+        for r in running:
+            pending = False
+            for loop, state in r.wired.states:
+                if in_flight and id(state) in in_flight:
+                    pending = True
+                    continue
+                try:
+                    nxt = loop.next(state)
+                except Exception as exc:  # a bad input or a broken feed fails this request alone
+                    ended.append((r, f"{loop.loop_id}: {one_line(exc)}"))
+                    break
+                if nxt.__class__ is WorkPlan:
+                    entries.append(Entry(nxt, loop.stage, r, loop, state))
+                    pending = True
+                elif nxt.__class__ is Wait:
+                    waits.append((r, loop.loop_id, nxt))
+                    pending = True
+            else:
+                if not pending:
+                    ended.append((r, None))
+        if not entries and not in_flight and len(ended) < len(running):
+            # every loop waits on another: a broken program, never a reason to spin forever
+            decision.stalled = "; ".join(f"{r.request_id}/{loop_id}: {w.reason}" for r, loop_id, w in waits[:3])
+        if entries:
+            decision.batches = order_groups(group_plans(entries, self.max_batch), self.policy)
+        return decision
+
+    def _admit(self, admitted: list[Any]) -> None:
+        while self.queued:
+            r = self.queued[0]
+            headroom = max([r.peak_step_bytes] + [x.peak_step_bytes for x in self.running])
+            resident = r.resident_bytes
+            if self.budget.reserved + resident + headroom > self.budget.capacity:
+                return  # waits for running requests to finish and refund
+            self.budget.try_reserve(resident)
+            r.reserved_bytes = resident
+            r.status = RequestStatus.RUNNING
+            self.queued.popleft()
+            self.running.append(r)
+            admitted.append(r)

@@ -11,9 +11,15 @@ class EngineStats:
     work_units: int = 0
     batched_calls: int = 0
     tick_s: float = 0.0  # wall time inside step()
-    component_s: float = 0.0  # of which inside component.run
+    executor_s: float = 0.0  # of which handed to executors: inside submit() (inline: the call) or waiting on one
+    component_s: float = 0.0  # time inside component calls, measured where they ran (may overlap in time)
+
+    @property
+    def overhead_s(self) -> float:
+        """The engine's own time: deciding, reserving, folding, tracing (not running or waiting on components)."""
+        return self.tick_s - self.executor_s
 
     @property
     def overhead_per_unit_s(self) -> float:
         """Engine time not spent inside components, per WorkUnit."""
-        return (self.tick_s - self.component_s) / self.work_units if self.work_units else 0.0
+        return self.overhead_s / self.work_units if self.work_units else 0.0

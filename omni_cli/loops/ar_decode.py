@@ -10,7 +10,7 @@ import numpy as np
 from ..backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARModel, ARStepInput, ARStepOutput
 from ..spec.card import LoopSpec
 from ..spec.errors import SpecError, SpecIssue
-from .base import DONE, Done, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import DONE, Done, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from .channel import ARChannel
 from .feeds import ARFeed
 from .sampling import Sampler
@@ -32,10 +32,11 @@ class ARState(LoopState):
     prefill_positions: int = 0  # positions its prefill consumes (a bound until it ran)
     history: list[int] = field(default_factory=list)  # prompt + generated ids, for the repetition penalty
     tokens: list[int] = field(default_factory=list)  # generated ids (EOS included when it came)
-    stop_reason: str | None = None  # eos | max_tokens | max_positions
+    stop_reason: str | None = None  # eos | input_bound | max_tokens | max_positions
+    truncated: bool = False  # it stopped at a cap (its output is cut short), not at its natural end
 
 
-class ARDecodeLoop:
+class ARDecodeLoop(Loop):
     kind = "ar_decode"
 
     def __init__(self, loop_id: str, spec: LoopSpec, component: ARModel, stage: int):
@@ -131,27 +132,32 @@ class ARDecodeLoop:
 
     def _fold(self, state: ARState, plan: WorkPlan, output: ARStepOutput, token: int, most: int | None) -> None:
         consumed = plan.inputs.token_ids
-        most = state.max_tokens if most is None else min(most, state.max_tokens)
         state.positions += len(consumed)
         state.tokens.append(token)
         state.history.append(token)
         state.step += 1
         state.out.put(ARItem(plan.step, list(consumed), token, output.hidden, output.embeds))
+        n = len(state.tokens)
         if token in self.component.eos_token_ids:
-            self._finish(state, "eos")
-        elif len(state.tokens) >= most:
-            self._finish(state, "max_tokens")
+            self._finish(state, "eos", truncated=False)
+        elif most is not None and most < state.max_tokens and n >= most:
+            # the input's own bound (e.g. codes per reply token): natural unless the feed calls it a cap
+            self._finish(state, "input_bound", truncated=state.feed.bound_is_cap())
+        elif n >= state.max_tokens:
+            self._finish(state, "max_tokens", truncated=True)
         elif state.positions + 1 >= self.component.max_positions:
-            self._finish(state, "max_positions")
+            self._finish(state, "max_positions", truncated=True)
 
-    def _finish(self, state: ARState, reason: str) -> None:
+    def _finish(self, state: ARState, reason: str, *, truncated: bool) -> None:
         state.status = LoopStatus.FINISHED
-        state.stop_reason = reason
+        state.stop_reason, state.truncated = reason, truncated
         state.cache = None  # the KV cache is the big thing a request holds
         state.out.close()
 
     def finalize(self, state: ARState) -> LoopResult:
-        return LoopResult(self.loop_id, state.step, {"tokens": list(state.tokens), "stop_reason": state.stop_reason})
+        reason = state.stop_reason
+        return LoopResult(self.loop_id, state.step, {"tokens": list(state.tokens)}, reason,
+                          truncated=state.truncated)
 
     def abort(self, state: ARState) -> None:
         state.cache = None

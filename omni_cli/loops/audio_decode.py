@@ -9,7 +9,7 @@ import numpy as np
 
 from ..backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput, VocoderModel
 from ..spec.card import LoopSpec
-from .base import DONE, Done, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import DONE, Done, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from .channel import Channel
 from .feeds import CodesFeed
 
@@ -31,9 +31,10 @@ class AudioState(LoopState):
     vocoder_state: Any = None
     next_code: int = 0  # first code of the next chunk
     num_samples: int = 0
+    stop_reason: str | None = None  # "end": every code was decoded
 
 
-class AudioDecodeLoop:
+class AudioDecodeLoop(Loop):
     kind = "audio_decode"
 
     def __init__(self, loop_id: str, spec: LoopSpec, component: VocoderModel, stage: int):
@@ -61,7 +62,7 @@ class AudioDecodeLoop:
         codes, is_final = seen
         start, n = state.next_code, len(codes)
         if is_final and start >= n:
-            self._finish(state)
+            self._finish(state, "end")
             return DONE
         if self.chunk_codes == 0:
             if not is_final:
@@ -86,16 +87,18 @@ class AudioDecodeLoop:
         state.next_code = inputs.end
         state.step += 1
         if inputs.is_final and inputs.end == len(inputs.codes):
-            self._finish(state)
+            self._finish(state, "end")
         return state
 
-    def _finish(self, state: AudioState) -> None:
+    def _finish(self, state: AudioState, reason: str | None) -> None:
         state.status = LoopStatus.FINISHED
+        state.stop_reason = reason
         state.vocoder_state = None
         state.out.close()
 
     def finalize(self, state: AudioState) -> LoopResult:
-        return LoopResult(self.loop_id, state.step, {"num_samples": state.num_samples, "num_codes": state.next_code})
+        return LoopResult(self.loop_id, state.step, {"num_samples": state.num_samples, "num_codes": state.next_code},
+                          state.stop_reason)
 
     def abort(self, state: AudioState) -> None:
-        self._finish(state)
+        self._finish(state, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..backends.base import Component
 
@@ -62,22 +62,46 @@ class LoopState:
 
 @dataclass(frozen=True)
 class LoopResult:
+    """What a loop made for one request: the only source of its outputs and its stop reason."""
+
     loop_id: str
     num_steps: int
     outputs: dict[str, Any]
+    stop_reason: str | None = None  # e.g. eos | max_tokens | max_positions; None: not stopped (cancelled, failed)
+    truncated: bool = False  # it stopped at a cap, not at its natural end: the output is cut short
 
 
-class Loop(Protocol):
+class Loop:
+    """A driven loop over one component. Subclasses implement next, advance, finalize, abort."""
+
     loop_id: str
     component: Component
     stage: int  # position in the cascade, 0 = furthest from the audio
 
-    def next(self, state: LoopState) -> WorkPlan | Wait | Done: ...
+    def next(self, state: LoopState) -> WorkPlan | Wait | Done:
+        raise NotImplementedError
 
-    def advance(self, state: LoopState, plan: WorkPlan, output: Any) -> None: ...
+    def advance(self, state: LoopState, plan: WorkPlan, output: Any) -> LoopState:
+        """Fold one step's output into the state, publish what it made; returns the state."""
+        raise NotImplementedError
 
-    def finalize(self, state: LoopState) -> LoopResult: ...
+    def advance_many(self, items: list[tuple[LoopState, WorkPlan, Any]]) -> list[Exception | None]:
+        """Fold a batch: one entry per item, the exception that item raised or None. Loops that share
+        work across a batch (vectorised sampling) override this."""
+        errors: list[Exception | None] = []
+        for state, plan, output in items:
+            try:
+                self.advance(state, plan, output)
+                errors.append(None)
+            except Exception as exc:
+                errors.append(exc)
+        return errors
+
+    def finalize(self, state: LoopState) -> LoopResult:
+        """The loop's outputs and stop reason; called once however the request ended (after abort if
+        it did not finish)."""
+        raise NotImplementedError
 
     def abort(self, state: LoopState) -> None:
         """Release what the state holds and close its output (cancel, failure)."""
-        ...
+        raise NotImplementedError

@@ -35,6 +35,10 @@ class ARFeed:
         """(fewest, most) tokens to generate; most None means "the loop's max_tokens"."""
         return 0, None
 
+    def bound_is_cap(self) -> bool:
+        """Whether stopping at bounds()'s `most` cuts the output short (a cap) rather than ends it."""
+        return False
+
     def max_positions_hint(self) -> int | None:
         """Most positions this request can reach (prompt + tokens), None if unknown."""
         return None
@@ -109,6 +113,9 @@ class TalkerFeed(ARFeed):
 
     def bounds(self) -> tuple[int, int | None]:
         return self.talker.codes_bounds(self.upstream.items)
+
+    def bound_is_cap(self) -> bool:
+        return self.talker.codes_bound_is_cap
 
     def max_positions_hint(self) -> int | None:
         replies = self.upstream.max_items

@@ -49,6 +49,7 @@ class TalkerPrefill:
 
 class HFTalker:
     role = "talker"
+    codes_bound_is_cap = True  # generate's talker_max_new_tokens: reaching it cuts the speech short
 
     def __init__(self, loaded: Loaded, params: TalkerParams, settings: HFParams, name: str = "talker"):
         self.name = name

@@ -19,6 +19,7 @@ class NumpyTalker:
     """Input row = codec embedding + W_cond · [thinker hidden ; thinker token embedding] (+ voice at prefill)."""
 
     role = "talker"
+    codes_bound_is_cap = False  # codes per reply token is this model's length rule, not a cut
 
     def __init__(self, name: str, params: TalkerParams, seed: int, thinker: NumpyThinker, voices: list[str]):
         self.name = name

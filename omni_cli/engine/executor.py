@@ -1,0 +1,62 @@
+"""The Executor seam: one batch of one component's WorkUnits, run somewhere, its result collected later.
+
+The engine (the driver) keeps at most one call in flight per component, reserves and refunds the
+memory budget around it, emits trace events and folds outputs into loops; an executor only runs.
+`InlineExecutor` runs in the engine's thread (the default); thread, process and Ray executors
+implement the same two calls.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class BatchOutcome:
+    """What one call produced: one entry per input, each the output or the Exception of that request."""
+
+    outputs: list
+    start_s: float  # time.perf_counter() when the call started, measured where it ran
+    dur_s: float
+
+
+def run_batch(component: Any, kind: str, inputs: list) -> list:
+    """The call itself. If a batch raises, each input runs again alone to find the one that broke
+    (a raising batch leaves every request's state as it was: see backends/base.py's Component.run)."""
+    try:
+        outputs = component.run(kind, inputs)
+    except Exception as exc:
+        if len(inputs) == 1:
+            return [exc]
+        return [run_batch(component, kind, [one])[0] for one in inputs]
+    if len(outputs) != len(inputs):  # a broken component: its batch fails, the engine goes on
+        error = RuntimeError(f"component returned {len(outputs)} outputs for {len(inputs)}")
+        return [error] * len(inputs)
+    return outputs
+
+
+class Executor:
+    """Runs batches on one component; the engine keeps at most one call in flight on it."""
+
+    def submit(self, kind: str, inputs: list) -> Future[BatchOutcome]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the executor holds (threads, processes, actors); idempotent."""
+
+
+class InlineExecutor(Executor):
+    """Runs in the caller's thread and returns an already-done future: the engine folds it at once."""
+
+    def __init__(self, component: Any):
+        self.component = component
+
+    def submit(self, kind: str, inputs: list) -> Future[BatchOutcome]:
+        start = time.perf_counter()
+        outputs = run_batch(self.component, kind, inputs)
+        future: Future[BatchOutcome] = Future()
+        future.set_result(BatchOutcome(outputs, start, time.perf_counter() - start))
+        return future

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,6 +47,11 @@ class Sampler:
     def choose_many(self, logits: Sequence[np.ndarray], rngs: Sequence[np.random.Generator],
                     histories: Sequence[Sequence[int]], allow_eos: Sequence[bool]) -> list[int]:
         """One token per row. Every step is row-wise, so a row's token does not depend on its batch-mates."""
+        return self.draw(self.distribution(logits, histories, allow_eos), rngs)
+
+    def distribution(self, logits: Sequence[np.ndarray], histories: Sequence[Sequence[int]],
+                     allow_eos: Sequence[bool]) -> Drawn:
+        """The rows the tokens are drawn from: penalty, masks, temperature, top-k, top-p, row by row."""
         p = self.params
         penalty = p.repetition_penalty
         if len(logits) == 1:  # the common case at low concurrency: no stacking, one mask
@@ -57,7 +64,7 @@ class Sampler:
             masks = (self._mask(size, allow_eos[0]) if len(set(allow_eos)) == 1
                      else np.stack([self._mask(size, a) for a in allow_eos]))
         if p.temperature == 0.0:
-            return np.argmax(scores + masks, axis=1).tolist()  # first maximum, as torch.argmax
+            return Drawn(np.argmax(scores + masks, axis=1), None)  # first maximum, as torch.argmax
         z = scores * (1.0 / p.temperature) + masks  # float64: the masks are; a fresh array, changed in place
         size = z.shape[1]
         if 0 < p.top_k < size:
@@ -72,10 +79,46 @@ class Sampler:
                 # keep the smallest prefix whose mass reaches top_p (always at least one token)
                 cut = int(np.searchsorted(np.cumsum(row[order]), p.top_p)) + 1
                 row[order[cut:]] = 0.0
-        cumulative = np.cumsum(probs, axis=1)
+        return Drawn(None, probs, np.cumsum(probs, axis=1))
+
+    def draw(self, dist: Drawn, rngs: Sequence[np.random.Generator]) -> list[int]:
+        """One token per row of `dist`, one uniform number from each row's generator (none when greedy)."""
+        if dist.greedy is not None:
+            return dist.greedy.tolist()
+        cumulative = dist.cumulative
         # scaling by each row's total keeps u below it, so the chosen bin always has mass; the token is
         # the number of bins whose cumulative mass is <= u (a cumulative sum never decreases)
         if len(rngs) == 1:
             return [int(np.searchsorted(cumulative[0], rngs[0].random() * cumulative[0, -1], side="right"))]
         u = np.array([rng.random() for rng in rngs]) * cumulative[:, -1]
         return np.sum(cumulative <= u[:, None], axis=1).tolist()
+
+
+@dataclass(slots=True)
+class Drawn:
+    """What a batch of tokens is drawn from, row by row: the very arrays `Sampler.draw` reads."""
+
+    greedy: np.ndarray | None  # temperature 0: each row's token (all its mass on it)
+    probs: np.ndarray | None = None  # float64 [rows, vocab], unnormalised, zero where filtered out
+    cumulative: np.ndarray | None = None  # running sums of probs: a row's mass is its last entry
+
+    def behaviour(self, row: int, token: int) -> tuple[float, float]:
+        """(log-probability of `token`, entropy) under row `row`, the distribution its draw used (rollouts).
+
+        The draw picks bin t with probability probs[t] / cumulative[-1] (it scales u by that total), so
+        these are the numbers behind it; -inf for a token the filters removed. Greedy: a point mass.
+        """
+        if self.greedy is not None:
+            return (0.0 if token == int(self.greedy[row]) else -math.inf), 0.0
+        probs, total = self.probs[row], self.cumulative[row, -1]
+        q = probs[probs > 0.0] / total
+        entropy = float(-np.sum(q * np.log(q)))
+        mass = probs[token]
+        return (math.log(mass / total) if mass > 0.0 else -math.inf), entropy
+
+
+def model_logprob(logits: np.ndarray, token: int) -> float:
+    """log softmax(logits)[token] in float64: the raw model's log-probability, before any sampling setting."""
+    x = np.asarray(logits, dtype=np.float64)
+    top = x.max()
+    return float(x[token] - top - math.log(np.sum(np.exp(x - top))))

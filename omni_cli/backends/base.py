@@ -68,6 +68,7 @@ class VocoderChunkInput:
 @dataclass
 class VocoderChunkOutput:
     samples: np.ndarray  # float32 mono in [-1, 1], the samples this chunk makes final
+    noise_span: tuple[int, int] | None = None  # frames [start, stop) of the request's noise stream it used
 
 
 @dataclass

@@ -114,16 +114,20 @@ class ARDecodeLoop(Loop):
         tokens = [plan.forced_token for _, plan, _ in items]
         bounds = [state.feed.bounds() for state, _, _ in items]
         sampled = [i for i, t in enumerate(tokens) if t is None]
+        drawn = None
         if sampled:
-            chosen = self.sampler.choose_many(
-                [items[i][2].logits for i in sampled], [items[i][0].rng for i in sampled],
-                [items[i][0].history for i in sampled],
+            drawn = self.sampler.distribution(
+                [items[i][2].logits for i in sampled], [items[i][0].history for i in sampled],
                 [len(items[i][0].tokens) >= bounds[i][0] for i in sampled])
+            chosen = self.sampler.draw(drawn, [items[i][0].rng for i in sampled])
             for i, token in zip(sampled, chosen, strict=True):
                 tokens[i] = token
         errors: list[Exception | None] = []
-        for (state, plan, output), token, (_, most) in zip(items, tokens, bounds, strict=True):
+        for i, ((state, plan, output), token, (fewest, most)) in enumerate(zip(items, tokens, bounds, strict=True)):
             try:
+                if state.recorder is not None:  # rollout: from the arrays the token was drawn from, before it joins the history
+                    state.recorder.ar_step(plan.step, output.logits, token, state.history, len(state.tokens) >= fewest,
+                                           drawn, sampled.index(i) if i in sampled else None)
                 self._fold(state, plan, output, token, most)
                 errors.append(None)
             except Exception as exc:  # one request's broken listener must not stop the others

@@ -82,6 +82,8 @@ class AudioDecodeLoop(Loop):
 
     def advance(self, state: AudioState, plan: WorkPlan, output: VocoderChunkOutput) -> AudioState:
         inputs: VocoderChunkInput = plan.inputs
+        if state.recorder is not None:  # rollout profile
+            state.recorder.audio_chunk(inputs.start, inputs.end, int(output.samples.shape[0]), output.noise_span)
         state.out.put(AudioPiece(state.step, inputs.start, inputs.end, output.samples))
         state.num_samples += int(output.samples.shape[0])
         state.next_code = inputs.end

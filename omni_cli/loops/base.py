@@ -58,6 +58,7 @@ class LoopState:
     step: int = 0  # WorkUnits done
     resident_bytes: int = 0  # declared at init, reserved by the engine at admission
     metrics: dict[str, Any] = field(default_factory=dict)
+    recorder: Any = None  # rollout profile: hears each WorkUnit (loops/recorder.py); None when serving
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..loops import ARChannel, ARDecodeLoop, AudioDecodeLoop, Channel, LoopState
+from ..loops.recorder import attach_recorders
 from ..spec import (
     CardSpec,
     Located,
@@ -89,7 +90,21 @@ class CompiledProgram:
                 states.append((loop, state))
             if node.output is not None:
                 slots[node.output] = value
+        if request.profile != "serve" or request.replay is not None:
+            _profile(request, states)
         return WiredRequest(request_id, states, slots, ctx)
+
+
+def _profile(request: SpeakRequest, states: list[tuple[Loop, LoopState]]) -> None:
+    """The rollout profile: a recorder in every loop state (and, to re-score, the recorded tokens forced)."""
+    if request.profile != "rollout":
+        what = f"unknown profile {request.profile!r} (known: serve, rollout)" if request.profile != "serve" else \
+            "replay needs the rollout profile"
+        raise SpecError([SpecIssue("<request>", None, "profile", what)])
+    try:
+        attach_recorders(states, request.replay)
+    except ValueError as exc:
+        raise SpecError([SpecIssue("<request>", None, "replay", str(exc))]) from None
 
 
 def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, Any] | None = None) -> CompiledProgram:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +19,8 @@ class SpeakRequest:
     max_tokens: int | None = None  # cap on the thinker's reply tokens (chat mode)
     handoff: Literal["barrier", "stream"] | None = None  # None: as the program says
     request_id: str | None = None  # None: the engine numbers it
+    profile: Literal["serve", "rollout"] = "serve"  # rollout: every WorkUnit also records its behaviour
+    replay: Mapping[str, Sequence[int]] | None = None  # rollout re-scoring: each AR loop's tokens, teacher-forced
 
 
 def clean_text(text: str, max_chars: int) -> str:

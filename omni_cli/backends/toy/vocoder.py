@@ -65,7 +65,12 @@ class NumpyVocoder:
     def run(self, kind: str, inputs: list[VocoderChunkInput]) -> list[VocoderChunkOutput]:
         if kind != AUDIO_CHUNK:
             raise ValueError(f"vocoder cannot run {kind!r}")
-        return [VocoderChunkOutput(self._chunk(i)) for i in inputs]
+        outputs = []
+        for chunk in inputs:
+            first = chunk.state.frames_done  # the noise table is part of the weights: frames index into it
+            samples = self._chunk(chunk)
+            outputs.append(VocoderChunkOutput(samples, (first, chunk.state.frames_done)))
+        return outputs
 
     def _frame_params(self, chunk: VocoderChunkInput) -> np.ndarray:
         """[frames, 3 + harmonics] raw parameters for codes [start, end)."""

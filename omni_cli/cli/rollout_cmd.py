@@ -1,0 +1,150 @@
+"""`omni rollout`: K samples per prompt with every step's behaviour recorded; `omni rollout score`: re-score them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+from . import options as o
+from .errors import FAILURE, CliError
+
+HELP = """Rollouts for reinforcement learning: samples with each step's log-probabilities.
+
+\b
+  omni rollout prompts.txt --samples 8 --out runs/a/
+  omni rollout score runs/a/                       recompute them: must match
+  omni rollout score runs/a/ --card new.yaml --out runs/a-new/   same tokens, new weights
+
+`omni rollout PROMPTS` is short for `omni rollout run PROMPTS`.
+"""
+
+
+class RolloutGroup(TyperGroup):
+    """`omni rollout PROMPTS …` runs `omni rollout run PROMPTS …`."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(cls=RolloutGroup, help=HELP, no_args_is_help=True, rich_markup_mode=None)
+
+Out = Annotated[str, typer.Option("--out", "-o", metavar="DIR", rich_help_panel=o.OUTPUT,
+                                  help="Directory for the samples (created if missing).")]
+Concurrency = Annotated[int, typer.Option("--concurrency", "-j", min=1, max=256, rich_help_panel=o.REQUEST,
+                                          help="Samples in the engine at once (their steps batch together).")]
+
+
+@app.command("run")
+def run(
+    prompts: Annotated[str, typer.Argument(metavar="PROMPTS", help="File of prompts, one per line, or - for stdin.")],
+    out: Out,
+    samples: Annotated[int, typer.Option("--samples", "-k", min=1, max=4096, rich_help_panel=o.REQUEST,
+                                         help="Samples per prompt, each with its own seed.")] = 4,
+    concurrency: Concurrency = 8, force: o.Force = False,
+    card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
+    model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
+    handoff: o.Handoff_ = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY, help="No progress on stderr.")] = False,
+) -> None:
+    """Sample every prompt K times through one engine; save each sample's audio and behaviour.
+
+    \b
+    PROMPTS: one text per line, or JSON objects, one per line, with per-prompt
+    fields: {"text": "Hi", "voice": "tenor", "mode": "chat", "max_tokens": 64,
+    "handoff": "barrier", "seed": 7}. Sample k of prompt i gets seed
+    SEED + i*K + k (or the prompt's seed + k).
+    \b
+    DIR gets, per sample, pNNNN_sKKK.npz (behaviour columns per loop, float32
+    audio, a JSON header under "meta"), pNNNN_sKKK.wav, and one line in
+    rollout.jsonl. Progress goes to stderr. Exit 1 if any sample failed.
+    """
+    from ..rollout import parse_prompts, rollout
+    from .session import ModelOptions, open_engine
+
+    parsed = parse_prompts(_read_prompts(prompts), prompts if prompts != "-" else "<stdin>")
+    if not parsed:
+        raise CliError(f"{prompts}: no prompts (every line is empty)")
+    target = _out_dir(Path(out), force)
+    engine = open_engine(ModelOptions(card, program, policy.value,
+                                      {"model_path": model_path, "dtype": dtype, "device": device}))
+    defaults = {"mode": mode.value if mode else None, "voice": voice, "max_tokens": max_tokens,
+                "handoff": handoff.value if handoff else None}
+    saved = rollout(engine, parsed, samples, target, seed=seed, concurrency=concurrency, defaults=defaults,
+                    on_sample=None if quiet else _progress)
+    failed = [info for info in saved if info.status != "finished"]
+    if not quiet:
+        _stderr(f"{len(saved)} samples in {target}/ ({len(saved) - len(failed)} finished, {len(failed)} not)")
+    if failed:
+        raise CliError(f"{len(failed)} of {len(saved)} samples did not finish (see their status in "
+                       f"{target}/rollout.jsonl)", FAILURE)
+
+
+@app.command("score")
+def score(
+    directory: Annotated[str, typer.Argument(metavar="DIR", help="A directory written by `omni rollout`.")],
+    out: Annotated[str | None, typer.Option("--out", "-o", metavar="DIR", rich_help_panel=o.OUTPUT,
+                                               help="Save each sample's re-scored columns here.")] = None,
+    concurrency: Concurrency = 8, force: o.Force = False,
+    card: Annotated[str | None, typer.Option("--card", "-c", metavar="NAME|PATH", rich_help_panel=o.MODEL,
+                                                help="Score under this card; default: the recorded one.")] = None,
+    model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    tolerance: Annotated[float | None, typer.Option("--tolerance", min=0.0, rich_help_panel=o.OUTPUT,
+                                                       help="Largest allowed difference; default 0 on numpy "
+                                                            "cards, 1e-5 on hf.")] = None,
+) -> None:
+    """Teacher-force the recorded tokens and recompute every log-probability.
+
+    \b
+    Under the recorded card the numbers must equal the recorded ones (exit 1 if
+    any differs by more than the tolerance). Under another card (--card) they are
+    the new weights' log-probabilities of the same tokens: save them with --out.
+    One line per sample on stdout.
+    """
+    from .rollout_score import run_score
+
+    run_score(Path(directory), Path(out) if out else None, card, {"model_path": model_path, "dtype": dtype,
+                                                                  "device": device}, concurrency, tolerance, force)
+
+
+def _read_prompts(source: str) -> list[str]:
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise CliError(f"{source}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise CliError(f"{source}:{line}: not UTF-8") from None
+
+
+def _out_dir(path: Path, force: bool) -> Path:
+    """Create DIR, or refuse one that already holds a run (a second run would mix with it)."""
+    if path.exists() and not path.is_dir():
+        raise CliError(f"--out {path}: exists and is not a directory")
+    if path.is_dir() and not force and (any(path.glob("*.npz")) or (path / "rollout.jsonl").exists()):
+        raise CliError(f"--out {path}: already holds a rollout (use --force to write over it)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        for old in [*path.glob("p[0-9][0-9][0-9][0-9]_s[0-9][0-9][0-9].*")]:  # --force: the old run's samples only
+            old.unlink()
+    except OSError as exc:
+        raise CliError(f"--out {path}: {exc.strerror or exc}", FAILURE) from None
+    return path
+
+
+def _progress(info) -> None:
+    tokens = ", ".join(f"{loop} {n}" for loop, n in info.num_tokens.items())
+    _stderr(f"[{info.done}/{info.total}] {info.path.stem} seed {info.seed}: {info.status} ({tokens} tokens)")
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

@@ -1,0 +1,102 @@
+"""A rollout sample on disk: one .npz of named arrays (behaviour columns, float32 audio, a JSON header).
+
+Why .npz: a trainer reads a sample with one `np.load` (no parser: each column is a typed array,
+float64 log-probabilities bit for bit as recorded), needs nothing beyond numpy, and each sample is
+its own file, written whole when the sample ends, so a killed run keeps every finished sample.
+A columnar file per run (Arrow, Parquet) would add a dependency and could only be finished at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+
+FORMAT = "omni-rollout/1"
+META_KEY = "meta"  # a 0-d unicode array holding the sample's JSON header (loads without pickle)
+AUDIO_KEY = "audio"  # float32 mono samples in [-1, 1], exactly as the vocoder made them
+
+
+@dataclass
+class Sample:
+    """One recorded sample: its header, each loop's behaviour columns, its audio."""
+
+    meta: dict[str, Any]
+    loops: dict[str, dict[str, np.ndarray]]  # loop id -> column name -> array (see loops/recorder.py)
+    audio: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    path: Path | None = None
+
+    @property
+    def tokens(self) -> dict[str, list[int]]:
+        """Each AR loop's recorded tokens (what re-scoring teacher-forces)."""
+        return {name: cols["token"].tolist() for name, cols in self.loops.items() if "token" in cols}
+
+
+def save_sample(path: Path, sample: Sample) -> None:
+    """Write the .npz whole, then rename it into place: a reader never sees half a sample."""
+    arrays = {f"{loop}/{name}": column for loop, cols in sample.loops.items() for name, column in cols.items()}
+    arrays[META_KEY] = np.array(json.dumps(sample.meta, sort_keys=True))
+    arrays[AUDIO_KEY] = np.asarray(sample.audio, dtype=np.float32)
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "wb") as f:
+        np.savez(f, **arrays)
+    partial.replace(path)
+
+
+def load_sample(path: str | Path) -> Sample:
+    """Read one sample file written by `omni rollout` (ValueError for a file that is not one)."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data[META_KEY]))
+            loops: dict[str, dict[str, np.ndarray]] = {}
+            for key in data.files:
+                if "/" in key:
+                    loop, name = key.split("/", 1)
+                    loops.setdefault(loop, {})[name] = data[key]
+            audio = data[AUDIO_KEY]
+    except (OSError, KeyError, ValueError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a rollout sample ({' '.join(str(exc).split()) or type(exc).__name__})") from None
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    return Sample(meta, loops, audio, path)
+
+
+def load_run(directory: str | Path) -> list[Sample]:
+    """Every sample of a rollout directory, in prompt then sample order."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"{directory}: not a directory")
+    paths = sorted(directory.glob("*.npz"))
+    if not paths:
+        raise ValueError(f"{directory}: no rollout samples (*.npz) in it")
+    return [load_sample(p) for p in paths]
+
+
+def file_identity(source: str) -> dict[str, Any]:
+    """Where a card or program came from and a hash of its bytes (to tell later whether it changed)."""
+    path = Path(source)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    return {"source": source, "sha256": digest}
+
+
+def versions(backends: set[str]) -> dict[str, str]:
+    """What produced the numbers: ours, numpy, Python, and for the hf backend torch and transformers."""
+    found = {"omni_cli": __version__, "numpy": np.__version__, "python": platform.python_version()}
+    if "hf" in backends:  # by package metadata: importing torch here would break the layering
+        for name in ("torch", "transformers"):
+            try:
+                found[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                found[name] = "missing"
+    found["platform"] = f"{sys.platform}-{platform.machine()}"
+    return found

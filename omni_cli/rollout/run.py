@@ -1,0 +1,130 @@
+"""`rollout()`: K samples of each prompt, interleaved through one engine, each saved with its behaviour."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..audio import open_audio_output
+from ..engine import Engine, RequestHandle
+from ..loops import ARDecodeLoop, AudioDecodeLoop
+from ..program import CompiledProgram
+from ..spec import SpeakRequest
+from ..spec.stream import RequestDone
+from .prompts import Prompt
+from .records import FORMAT, Sample, file_identity, save_sample, versions
+
+MANIFEST = "rollout.jsonl"  # one line per sample, appended as each is saved: an index a trainer can filter
+
+
+@dataclass(frozen=True)
+class SampleInfo:
+    """What the caller hears as each sample is saved (the CLI's progress line)."""
+
+    prompt_index: int
+    sample_index: int
+    seed: int
+    status: str
+    path: Path
+    num_tokens: dict[str, int]
+    done: int  # samples saved so far, this one included
+    total: int
+
+
+def sample_name(prompt_index: int, sample_index: int) -> str:
+    return f"p{prompt_index + 1:04d}_s{sample_index + 1:03d}"
+
+
+def sample_seed(prompt: Prompt, prompt_index: int, sample_index: int, samples: int, seed: int) -> int:
+    """Distinct within a prompt; across prompts distinct too unless a prompt sets its own seed."""
+    base = prompt.seed if prompt.seed is not None else seed + prompt_index * samples
+    return (base + sample_index) % 2**32
+
+
+def rollout(engine: Engine, prompts: Sequence[Prompt], samples: int, out_dir: Path, *, seed: int = 0,
+            concurrency: int = 8, defaults: dict[str, Any] | None = None,
+            on_sample: Callable[[SampleInfo], None] | None = None) -> list[SampleInfo]:
+    """Run `samples` samples of every prompt (up to `concurrency` at once) and save each to `out_dir`.
+
+    Every request is checked (text, voice, …) before the first one runs: a bad prompt raises SpecError
+    and nothing is written. Returns one SampleInfo per sample, in the order they finished.
+    """
+    jobs: deque[tuple[int, int, SpeakRequest]] = deque()
+    for i, prompt in enumerate(prompts):
+        for k in range(samples):
+            jobs.append((i, k, prompt.request(sample_seed(prompt, i, k, samples, seed), **(defaults or {}))))
+        engine.program.wire("check", jobs[-1][2], lambda event: None)  # a bad prompt fails before any output
+    total, saved = len(jobs), []
+    active: dict[str, tuple[int, int, SpeakRequest, RequestHandle]] = {}
+    with open(out_dir / MANIFEST, "w", encoding="utf-8") as manifest:
+        while jobs or active:
+            while jobs and len(active) < concurrency:
+                i, k, request = jobs.popleft()
+                handle = engine.submit(request, collect=True)
+                active[handle.request_id] = (i, k, request, handle)
+            engine.step()
+            for event in engine.poll():
+                if isinstance(event, RequestDone) and event.request_id in active:
+                    i, k, request, handle = active.pop(event.request_id)
+                    info = _save(engine.program, request, handle, event, (i, k), out_dir, len(saved) + 1, total)
+                    manifest.write(json.dumps(_manifest_line(info), sort_keys=True) + "\n")
+                    manifest.flush()
+                    saved.append(info)
+                    if on_sample is not None:
+                        on_sample(info)
+    return saved
+
+
+def _save(program: CompiledProgram, request: SpeakRequest, handle: RequestHandle, done: RequestDone,
+          index: tuple[int, int], out_dir: Path, count: int, total: int) -> SampleInfo:
+    result, (i, k) = handle.result(), index
+    meta = sample_meta(program, request, i, k)
+    meta.update(status=done.status.value, error=done.error, stop_reasons=done.metrics.get("stop_reasons"),
+                sample_rate=result.sample_rate, num_samples=int(result.samples.shape[0]), text_out=result.text)
+    behaviour = result.behaviour or {}
+    path = out_dir / f"{sample_name(i, k)}.npz"
+    save_sample(path, Sample(meta, behaviour, result.samples))
+    with open_audio_output(path.with_suffix(".wav"), result.sample_rate) as wav:  # to listen to, or for a recogniser
+        wav.write(result.samples)
+    num_tokens = {loop: len(cols["token"]) for loop, cols in behaviour.items() if "token" in cols}
+    return SampleInfo(i, k, request.seed, done.status.value, path, num_tokens, count, total)
+
+
+def sample_meta(program: CompiledProgram, request: SpeakRequest, prompt_index: int, sample_index: int) -> dict[str, Any]:
+    """The header of a sample: what was asked, of which card and program, with which settings and versions."""
+    card = program.card
+    voice = request.voice if request.voice is not None else card.defaults.voice
+    if voice is None and program.voices():
+        voice = program.voices()[0]
+    fields = {k: v for k, v in asdict(request).items() if k not in ("replay", "request_id")}
+    fields.update(mode=request.mode or card.defaults.mode, voice=voice,
+                  handoff=request.handoff)  # None: each hand-off as the program says
+    loops: dict[str, Any] = {}
+    for loop_id, loop in program.loops.items():
+        entry: dict[str, Any] = {"kind": loop.kind, "component": loop.spec.component}
+        if isinstance(loop, ARDecodeLoop):
+            s = loop.sampler
+            entry.update(sampling=asdict(loop.spec.sampling), max_tokens=loop.spec.max_tokens,
+                         suppressed_ids=list(s.suppressed),
+                         eos_ids=sorted(set(s.suppressed_and_eos) - set(s.suppressed)))
+        elif isinstance(loop, AudioDecodeLoop):
+            entry.update(chunk_codes=loop.spec.chunk_codes, first_chunk_codes=loop.spec.first_chunk_codes,
+                         noise_seed=request.seed)
+        loops[loop_id] = entry
+    backends = {c.backend for c in card.components.values()}
+    return {
+        "format": FORMAT, "prompt_index": prompt_index, "sample_index": sample_index, "request": fields,
+        "card": {"name": card.model, **file_identity(card.source)},
+        "program": {"name": program.program.program, **file_identity(program.program.source)},
+        "settings": {k: v for k, v in program.settings.items() if v is not None},
+        "backend": sorted(backends)[0], "loops": loops, "versions": versions(backends),
+    }
+
+
+def _manifest_line(info: SampleInfo) -> dict[str, Any]:
+    return {"prompt_index": info.prompt_index, "sample_index": info.sample_index, "seed": info.seed,
+            "status": info.status, "file": info.path.name, "num_tokens": info.num_tokens}

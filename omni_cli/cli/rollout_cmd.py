@@ -68,7 +68,10 @@ def run(
     from ..rollout import parse_prompts, rollout
     from .session import ModelOptions, open_engine
 
-    parsed = parse_prompts(_read_prompts(prompts), prompts if prompts != "-" else "<stdin>")
+    try:
+        parsed = parse_prompts(_read_prompts(prompts), prompts if prompts != "-" else "<stdin>")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     if not parsed:
         raise CliError(f"{prompts}: no prompts (every line is empty)")
     target = _out_dir(Path(out), force)

@@ -10,7 +10,7 @@ from runtime_helpers import run_alone, run_together
 
 from omni_cli.api import load
 from omni_cli.engine import Engine
-from omni_cli.rollout import Sample, compare, load_run, parse_prompts, rollout, score
+from omni_cli.rollout import Sample, behaviour, compare, load_run, parse_prompts, rollout, score
 from omni_cli.spec import SpeakRequest, SpecError
 
 TEXTS = ["Hello there, world.", "Good morning!"]
@@ -25,12 +25,12 @@ def test_rollout_changes_no_token_and_no_sample(toy):
     _, served = run_together(toy, requests("serve"))
     _, rolled = run_together(toy, requests("rollout"))
     for s, r in zip(served, rolled, strict=True):
-        assert s.behaviour is None and r.behaviour is not None
+        assert behaviour(s) == {} and set(behaviour(r)) == {"thinker_decode", "talker_decode", "vocoder"}
         assert sum(map(len, s.tokens.values())) > 20 and s.samples.size > 0  # an empty run is no parity
         assert s.tokens == r.tokens and np.array_equal(s.samples, r.samples)
         for loop, tokens in r.tokens.items():
-            assert r.behaviour[loop]["token"].tolist() == tokens
-        chunks = r.behaviour["vocoder"]
+            assert behaviour(r)[loop]["token"].tolist() == tokens
+        chunks = behaviour(r)["vocoder"]
         assert chunks["num_samples"].sum() == r.samples.size
         assert chunks["start_code"][0] == 0 and (chunks["start_code"][1:] == chunks["end_code"][:-1]).all()
 
@@ -50,7 +50,7 @@ def test_recorded_equals_rescored_bit_for_bit(toy, tmp_path, concurrency):
 
 def test_forced_tokens_carry_the_model_logprob_never_a_sampled_one(toy):
     result = run_alone(toy, SpeakRequest("Hi, you", seed=1, profile="rollout"))
-    thinker = result.behaviour["thinker_decode"]
+    thinker = behaviour(result)["thinker_decode"]
     assert thinker["forced"].all()  # echo: every reply token is the text's (then the end token)
     assert thinker["token"][:-1].tolist() == list(b"Hi, you")
     assert np.isnan(thinker["logprob"]).all() and np.isnan(thinker["entropy"]).all()
@@ -59,7 +59,7 @@ def test_forced_tokens_carry_the_model_logprob_never_a_sampled_one(toy):
 
 def test_greedy_steps_have_all_the_mass(toy):
     result = run_alone(toy, SpeakRequest("Tell me", seed=2, mode="chat", max_tokens=8, profile="rollout"))
-    thinker = result.behaviour["thinker_decode"]  # the toy thinker decodes greedily in chat
+    thinker = behaviour(result)["thinker_decode"]  # the toy thinker decodes greedily in chat
     assert not thinker["forced"].any() and len(thinker["token"]) == 8
     assert (thinker["logprob"] == 0.0).all() and (thinker["entropy"] == 0.0).all()  # exp(0) = 1: the max
 

@@ -159,9 +159,10 @@ class ARDecodeLoop(Loop):
         state.out.close()
 
     def finalize(self, state: ARState) -> LoopResult:
-        reason = state.stop_reason
-        return LoopResult(self.loop_id, state.step, {"tokens": list(state.tokens)}, reason,
-                          truncated=state.truncated)
+        outputs = {"tokens": list(state.tokens)}
+        if state.recorder is not None:  # rollout profile: the steps' behaviour, column by column
+            outputs["behaviour"] = state.recorder.columns()
+        return LoopResult(self.loop_id, state.step, outputs, state.stop_reason, truncated=state.truncated)
 
     def abort(self, state: ARState) -> None:
         state.cache = None

@@ -99,8 +99,10 @@ class AudioDecodeLoop(Loop):
         state.out.close()
 
     def finalize(self, state: AudioState) -> LoopResult:
-        return LoopResult(self.loop_id, state.step, {"num_samples": state.num_samples, "num_codes": state.next_code},
-                          state.stop_reason)
+        outputs = {"num_samples": state.num_samples, "num_codes": state.next_code}
+        if state.recorder is not None:  # rollout profile: the chunks' behaviour, column by column
+            outputs["behaviour"] = state.recorder.columns()
+        return LoopResult(self.loop_id, state.step, outputs, state.stop_reason)
 
     def abort(self, state: AudioState) -> None:
         self._finish(state, None)

@@ -42,6 +42,11 @@ class Sample:
         return {name: cols["token"].tolist() for name, cols in self.loops.items() if "token" in cols}
 
 
+def behaviour(result: Any) -> dict[str, dict[str, np.ndarray]]:
+    """Each loop's behaviour columns from a RequestResult (empty when the request was served, not rolled out)."""
+    return {name: res.outputs["behaviour"] for name, res in result.loops.items() if "behaviour" in res.outputs}
+
+
 def save_sample(path: Path, sample: Sample) -> None:
     """Write the .npz whole, then rename it into place: a reader never sees half a sample."""
     arrays = {f"{loop}/{name}": column for loop, cols in sample.loops.items() for name, column in cols.items()}

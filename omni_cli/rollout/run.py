@@ -16,7 +16,7 @@ from ..program import CompiledProgram
 from ..spec import SpeakRequest
 from ..spec.stream import RequestDone
 from .prompts import Prompt
-from .records import FORMAT, Sample, file_identity, save_sample, versions
+from .records import FORMAT, Sample, behaviour, file_identity, save_sample, versions
 
 MANIFEST = "rollout.jsonl"  # one line per sample, appended as each is saved: an index a trainer can filter
 
@@ -85,12 +85,12 @@ def _save(program: CompiledProgram, request: SpeakRequest, handle: RequestHandle
     meta = sample_meta(program, request, i, k)
     meta.update(status=done.status.value, error=done.error, stop_reasons=done.metrics.get("stop_reasons"),
                 sample_rate=result.sample_rate, num_samples=int(result.samples.shape[0]), text_out=result.text)
-    behaviour = result.behaviour or {}
+    columns = behaviour(result)
     path = out_dir / f"{sample_name(i, k)}.npz"
-    save_sample(path, Sample(meta, behaviour, result.samples))
+    save_sample(path, Sample(meta, columns, result.samples))
     with open_audio_output(path.with_suffix(".wav"), result.sample_rate) as wav:  # to listen to, or for a recogniser
         wav.write(result.samples)
-    num_tokens = {loop: len(cols["token"]) for loop, cols in behaviour.items() if "token" in cols}
+    num_tokens = {loop: len(cols["token"]) for loop, cols in columns.items() if "token" in cols}
     return SampleInfo(i, k, request.seed, done.status.value, path, num_tokens, count, total)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..engine import Engine
 from ..spec import SpeakRequest
 from ..spec.stream import RequestStatus
-from .records import Sample
+from .records import Sample, behaviour
 
 SCORED = ("logprob", "logprob_model", "entropy")  # the columns scoring recomputes
 KEPT = ("token", "forced", "eos_suppressed")  # the columns that must come out the same
@@ -41,7 +41,7 @@ def score(engine: Engine, samples: Sequence[Sample], *, concurrency: int = 8) ->
             result = handle.result()
             if result.status is not RequestStatus.FINISHED:
                 raise ValueError(f"{_name(samples[i])}: re-scoring {result.status.value}: {result.error}")
-            results[i] = {loop: cols for loop, cols in (result.behaviour or {}).items() if "token" in cols}
+            results[i] = {loop: cols for loop, cols in behaviour(result).items() if "token" in cols}
     return results  # type: ignore[return-value]
 
 

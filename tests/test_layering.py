@@ -4,11 +4,12 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "omni_cli"
-LAYERS = ["spec", "audio", "backends", "loops", "program", "engine", "rollout", "bench", "cli"]  # each may import only those before it
+LAYERS = ["spec", "audio", "backends", "loops", "program", "engine", "rollout", "bench", "serve", "cli"]  # each may import only those before it
 THIRD_PARTY = {  # where each heavy or UI dependency may be imported
     "typer": {"cli"}, "rich": {"cli"}, "click": {"cli"},
     "yaml": {"spec"}, "soundfile": {"audio"},
     "torch": {"backends/hf"}, "transformers": {"backends/hf"}, "tokenizers": {"backends/hf"},
+    "starlette": {"serve"}, "uvicorn": {"serve"}, "anyio": {"serve"},
 }
 
 
@@ -76,6 +77,16 @@ def _imports_after(code):
 def test_the_hf_backend_imports_torch_only_when_built():
     """Its package and its params schema load without torch: cards validate without the extra."""
     assert _imports_after("import omni_cli.backends.hf, omni_cli.backends.hf.params") == "[]"
+
+
+def test_the_cli_imports_no_server_until_omni_serve_runs():
+    probe = ("import sys; import omni_cli.cli.app; "
+             "print(sorted(m for m in ('starlette', 'uvicorn', 'omni_cli.serve') if m in sys.modules))")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
+    assert out.stdout.strip() == "[]"
 
 
 def test_the_default_path_imports_no_torch():

@@ -8,7 +8,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from . import bench_cmd, catalog_cmd, rollout_cmd, speak, trace_cmd
+from . import bench_cmd, catalog_cmd, rollout_cmd, serve_cmd, speak, trace_cmd
 from .errors import SIGINT_EXIT, USAGE, classify, one_line
 from .report import error_line
 
@@ -78,6 +78,7 @@ app.add_typer(catalog_cmd.cards, name="cards")
 app.add_typer(catalog_cmd.programs, name="programs")
 app.command("bench", help=bench_cmd.HELP)(bench_cmd.bench)
 app.add_typer(rollout_cmd.app, name="rollout")
+app.command("serve", help=serve_cmd.HELP)(serve_cmd.serve)
 
 
 def main() -> None:

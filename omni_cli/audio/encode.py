@@ -1,0 +1,61 @@
+"""Whole-utterance encoding in memory (a server's response body): WAV, raw PCM, and libsndfile's codecs."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from .pcm import WAV_HEADER_BYTES, float_to_pcm16, wav_header
+
+# format name -> (libsndfile major format, subtype); which of them this libsndfile can write is checked
+# at run time (MP3 needs libsndfile >= 1.1, Opus needs it built with libopus)
+_CODECS = {"flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III"), "opus": ("OGG", "OPUS")}
+_OPUS_RATES = (8000, 12000, 16000, 24000, 48000)  # the only rates an Opus stream can carry
+
+
+def pcm16_bytes(samples: np.ndarray) -> bytes:
+    """Mono float32 samples as s16le bytes, quantised exactly as every writer does."""
+    return float_to_pcm16(samples).tobytes()
+
+
+def wav_bytes(pcm: bytes, sample_rate: int) -> bytes:
+    """A complete 16-bit mono WAV holding `pcm` (s16le), with exact sizes in its header."""
+    return wav_header(sample_rate, 1, len(pcm)) + pcm
+
+
+def can_encode(fmt: str, sample_rate: int) -> str | None:
+    """None when `fmt` can be written here, else why not (one line)."""
+    if fmt in ("wav", "pcm"):
+        return None
+    codec = _CODECS.get(fmt)
+    if codec is None:
+        return f"this server cannot write {fmt}"
+    import soundfile
+
+    major, subtype = codec
+    if major not in soundfile.available_formats() or subtype not in soundfile.available_subtypes(major):
+        return f"this server's libsndfile ({soundfile.__libsndfile_version__}) cannot write {fmt}"
+    if fmt == "opus" and sample_rate not in _OPUS_RATES:
+        return f"opus cannot carry {sample_rate} Hz audio"
+    return None
+
+
+def encode(samples: np.ndarray, sample_rate: int, fmt: str) -> bytes:
+    """The whole utterance as one file in `fmt` (wav, pcm, flac, mp3, opus); check `can_encode` first."""
+    pcm16 = float_to_pcm16(samples)
+    if fmt == "pcm":
+        return pcm16.tobytes()
+    if fmt == "wav":
+        return wav_bytes(pcm16.tobytes(), sample_rate)
+    import soundfile
+
+    major, subtype = _CODECS[fmt]
+    buf = io.BytesIO()
+    # the same int16 values as the WAV, so a lossless format decodes to exactly them
+    with soundfile.SoundFile(buf, mode="w", samplerate=sample_rate, channels=1, format=major, subtype=subtype) as f:
+        f.write(pcm16)
+    return buf.getvalue()
+
+
+__all__ = ["WAV_HEADER_BYTES", "can_encode", "encode", "pcm16_bytes", "wav_bytes"]

@@ -1,0 +1,65 @@
+"""`omni serve`: load one engine and answer the OpenAI speech API over HTTP until interrupted."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from . import options as o
+
+HELP = """Serve the OpenAI speech API on one engine shared by every client.
+
+\b
+  omni serve                                  # http://127.0.0.1:8000
+  curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\
+    -d '{"model": "qwen2_5_omni_toy", "input": "Hello", "voice": "alto",
+         "response_format": "wav"}' -o hello.wav
+
+\b
+Routes: POST /v1/audio/speech (wav, pcm, flac, mp3, opus; "stream_format": "audio"
+streams wav/pcm bytes as they are made, "sse" or "stream": true sends
+speech.audio.delta events), POST /v1/chat/completions (modalities text+audio),
+GET /v1/audio/voices, /v1/models, /health, /metrics (Prometheus text).
+Requests from all clients run interleaved and batched; a client that disconnects
+cancels its request. Over --concurrency running and --max-queue waiting, a request
+gets 429 with Retry-After. Binds 127.0.0.1 unless --host says otherwise; with
+--api-key every route but /health needs `Authorization: Bearer KEY`.
+"""
+
+
+def serve(
+    card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
+    model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind; 0.0.0.0 exposes it to the network.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: a free one).")] = 8000,
+    api_key: Annotated[str | None, typer.Option("--api-key", envvar="OMNI_API_KEY", metavar="KEY",
+                                                   help="Require `Authorization: Bearer KEY` (env OMNI_API_KEY).")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, max=1024,
+                                             help="Requests in the engine at once.")] = 8,
+    max_queue: Annotated[int, typer.Option("--max-queue", min=0, max=100_000,
+                                           help="Requests waiting beyond those; more get 429.")] = 64,
+) -> None:
+    import sys
+
+    from .errors import CliError
+
+    try:
+        from ..serve.app import ServeOptions
+        from ..serve.server import bind, serve_forever
+    except ImportError as exc:
+        raise CliError(f"omni serve needs its extra: pip install 'omni_cli[serve]' ({exc})", 1) from None
+    from .session import ModelOptions, open_engine
+
+    engine = open_engine(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,
+                                                                     "device": device}))
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1) from None
+    bound = sock.getsockname()
+    sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{bound[1]} "
+                     f"(concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}); "
+                     "Ctrl-C stops\n")
+    sys.stderr.flush()
+    serve_forever(engine, card, ServeOptions(api_key, concurrency, max_queue), sock)

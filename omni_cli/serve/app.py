@@ -1,0 +1,206 @@
+"""The ASGI app: one engine thread shared by every route, the API key gate, body caps, OpenAI-shaped errors."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from ..engine import Engine
+from ..spec.stream import RequestDone
+from . import chat, speech
+from .bodies import ModelInfo, speech_body
+from .errors import ApiError, server_error
+from .metrics import Metrics
+from .responses import EngineResponse
+from .worker import EngineWorker
+
+log = logging.getLogger("omni.serve")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    api_key: str | None = None
+    concurrency: int = 8  # requests in the engine at once, interleaved and batched
+    max_queue: int = 64  # accepted requests waiting for a slot; one more is a 429
+    max_body_bytes: int = 64 << 10  # JSON bodies: the longest input a card takes is a few KiB of UTF-8
+
+
+class ServeContext:
+    """What every route shares: the engine thread, the served model's facts, the metrics."""
+
+    def __init__(self, engine: Engine, card_name: str, options: ServeOptions):
+        card = engine.program.card
+        self.engine = engine  # read here only for gauges (budget, counts); driven only by the worker
+        self.options = options
+        self.sample_rate = card.sample_rate
+        self.card = card
+        self.metrics = Metrics()
+        self._roles = {name: card.components[spec.component].role for name, spec in card.loops.items()}
+        voices = tuple(engine.program.voices())
+        thinker = next((spec for name, spec in card.loops.items() if self._roles[name] == "thinker"), None)
+        names = tuple(dict.fromkeys([card_name, card.model]))
+        self.info = ModelInfo(names, voices, card.defaults.voice or (voices[0] if voices else None),
+                              card.limits.max_text_chars, thinker.max_tokens if thinker else 1, card.sample_rate,
+                              tuple(card.capabilities))
+        self.worker = EngineWorker(engine, concurrency=options.concurrency, max_queue=options.max_queue,
+                                   on_event=self._on_event, on_trace=self.metrics.on_trace)
+        self.started = time.time()
+
+    def units_by_role(self, units: dict[str, int]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for loop_id, n in units.items():
+            role = self._roles.get(loop_id, loop_id)
+            out[role] = out.get(role, 0) + n
+        return out
+
+    def _on_event(self, ticket, item) -> None:
+        endpoint = ticket.request_id.split("-")[0]
+        if isinstance(item, RequestDone):
+            self.metrics.on_done(endpoint, item.status.value, item.metrics)
+        elif isinstance(item, BaseException):
+            self.metrics.on_refused(endpoint, 400)
+
+    def gauges(self) -> dict[str, tuple[str, float]]:
+        budget = self.engine.budget
+        return {
+            "omni_requests_active": ("Requests accepted and not done (running or waiting).", self.worker.active),
+            "omni_queue_depth": ("Accepted requests waiting for a slot.", self.worker.waiting),
+            "omni_memory_budget_reserved_bytes": ("Engine memory budget in use.", budget.reserved),
+            "omni_memory_budget_capacity_bytes": ("Engine memory budget.", budget.capacity),
+            "omni_engine_up": ("1 while the engine thread runs.", int(self.worker.is_alive)),
+        }
+
+
+async def read_body(request: Request, cap: int) -> bytes:
+    """The body, refused with 413 as soon as it passes `cap` (declared or streamed)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise ApiError(413, f"the request body is {declared} bytes, over the server's limit of {cap}",
+                       code="request_too_large")
+    data = bytearray()
+    async for piece in request.stream():
+        data += piece
+        if len(data) > cap:
+            raise ApiError(413, f"the request body is over the server's limit of {cap} bytes", code="request_too_large")
+    return bytes(data)
+
+
+def endpoint(ctx: ServeContext, name: str, fn):
+    """A route whose every failure is an OpenAI-shaped error: ApiError as is, anything else a 500, no traceback."""
+    async def handler(request: Request):
+        try:
+            return await fn(ctx, request)
+        except ApiError as exc:
+            ctx.metrics.on_refused(name, exc.status)
+            return JSONResponse(exc.body(), exc.status, headers=exc.headers)
+        except Exception as exc:  # a bug of ours: the client gets one line, the server log the traceback
+            log.exception("internal error on %s", request.url.path)
+            ctx.metrics.on_refused(name, 500)
+            return JSONResponse(server_error(f"internal error: {type(exc).__name__}: {exc}").body(), 500)
+    return handler
+
+
+async def speech_route(ctx: ServeContext, request: Request):
+    body = speech_body(ctx.info, await read_body(request, ctx.options.max_body_bytes))
+    reason = speech.can_write(ctx, body.response_format)
+    if reason is not None:
+        raise ApiError(400, f"response_format {body.response_format!r}: {reason}", param="response_format",
+                       code="unsupported_value")
+    ticket = ctx.worker.submit(body.request, "speech")
+    return EngineResponse(ctx.worker, ticket, speech.produce(ctx, body, ticket))
+
+
+async def chat_route(ctx: ServeContext, request: Request):
+    body = chat.chat_body(ctx.info, await read_body(request, ctx.options.max_body_bytes))
+    ticket = ctx.worker.submit(body.request, "chat")
+    return EngineResponse(ctx.worker, ticket, chat.produce(ctx, body, ticket))
+
+
+async def voices_route(ctx: ServeContext, request: Request):
+    return JSONResponse({"object": "list", "model": ctx.info.names[0], "default": ctx.info.default_voice,
+                         "voices": list(ctx.info.voices),
+                         "data": [{"id": v, "object": "voice", "name": v} for v in ctx.info.voices]})
+
+
+async def models_route(ctx: ServeContext, request: Request):
+    card = ctx.card
+    entry: dict[str, Any] = {"object": "model", "created": int(ctx.started), "owned_by": "omni_cli",
+                             "description": card.description, "capabilities": list(card.capabilities),
+                             "voices": list(ctx.info.voices), "sample_rate": card.sample_rate,
+                             "max_input_chars": card.limits.max_text_chars,
+                             "response_formats": [f for f in ("wav", "pcm", "flac", "mp3", "opus")
+                                                  if speech.can_write(ctx, f) is None]}
+    return JSONResponse({"object": "list", "data": [{"id": name, **entry} for name in ctx.info.names]})
+
+
+async def health_route(ctx: ServeContext, request: Request):
+    alive = ctx.worker.is_alive
+    budget = ctx.engine.budget
+    return JSONResponse({"status": "ok" if alive else "engine stopped", "active": ctx.worker.active,
+                         "waiting": ctx.worker.waiting, "budget_reserved_bytes": budget.reserved,
+                         "budget_capacity_bytes": budget.capacity}, 200 if alive else 503)
+
+
+async def metrics_route(ctx: ServeContext, request: Request):
+    return PlainTextResponse(ctx.metrics.render(ctx.gauges()), media_type="text/plain; version=0.0.4")
+
+
+class ApiKeyGate:
+    """ASGI middleware: with a key set, every path but /health needs `Authorization: Bearer KEY`."""
+
+    def __init__(self, app, api_key: str | None):
+        self.app = app
+        # compared as digests: equal length always, so the time taken says nothing about the key
+        self.digest = hashlib.sha256(f"Bearer {api_key}".encode()).digest() if api_key else None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if self.digest is not None and scope["type"] == "http" and scope["path"] != "/health":
+            given = dict(scope.get("headers", [])).get(b"authorization", b"")
+            if not hmac.compare_digest(hashlib.sha256(given).digest(), self.digest):
+                error = ApiError(401, "missing or wrong API key: send the header 'Authorization: Bearer KEY'",
+                                 code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"})
+                return await JSONResponse(error.body(), 401, headers=error.headers)(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+async def _http_error(request: Request, exc: HTTPException):
+    """Starlette's own 404/405 in OpenAI's shape."""
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+    message = f"{request.method} {request.url.path}: {exc.detail}"
+    return JSONResponse(ApiError(exc.status_code, message, code=code).body(), exc.status_code, headers=exc.headers)
+
+
+def create_app(engine: Engine, card_name: str, options: ServeOptions | None = None) -> tuple[Any, ServeContext]:
+    """The ASGI app and its context; the engine thread starts with the app (lifespan) and stops with it."""
+    ctx = ServeContext(engine, card_name, options or ServeOptions())
+    routes = [
+        Route("/v1/audio/speech", endpoint(ctx, "speech", speech_route), methods=["POST"]),
+        Route("/v1/chat/completions", endpoint(ctx, "chat", chat_route), methods=["POST"]),
+        Route("/v1/audio/voices", endpoint(ctx, "voices", voices_route), methods=["GET"]),
+        Route("/v1/models", endpoint(ctx, "models", models_route), methods=["GET"]),
+        Route("/health", endpoint(ctx, "health", health_route), methods=["GET"]),
+        Route("/metrics", endpoint(ctx, "metrics", metrics_route), methods=["GET"]),
+    ]
+
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(app):
+        ctx.worker.start()
+        try:
+            yield
+        finally:
+            ctx.worker.stop()
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    return ApiKeyGate(app, ctx.options.api_key), ctx

@@ -1,0 +1,83 @@
+"""Run the app under uvicorn: in the foreground (`omni serve`), or on a background thread (tests, bench)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+import uvicorn
+
+from ..engine import Engine
+from .app import ServeContext, ServeOptions, create_app
+
+MAX_HEADER_BYTES = 16 << 10  # request line and headers together; h11 answers 431 past it
+
+
+def uvicorn_config(app, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
+    # h11: the pure-Python parser, the one whose header size we can cap
+    return uvicorn.Config(app, host=host, port=port, http="h11", ws="none", lifespan="on", log_level=log_level,
+                          access_log=False, h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+                          timeout_graceful_shutdown=5, server_header=False)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; port 0 takes a free one. Raises OSError (in use, no permission) with its reason."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_forever(engine: Engine, card_name: str, options: ServeOptions, sock: socket.socket,
+                  log_level: str = "warning") -> None:
+    """Serve on `sock` until SIGINT/SIGTERM (uvicorn's handlers: finish open responses, then stop)."""
+    app, _ = create_app(engine, card_name, options)
+    host, port = sock.getsockname()[:2]
+    uvicorn.Server(uvicorn_config(app, host, port, log_level)).run(sockets=[sock])
+
+
+@dataclass
+class BackgroundServer:
+    """A server on a thread of this process: `url`, its context (worker, engine, metrics), `stop()`."""
+
+    url: str
+    context: ServeContext
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout_s)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_background(engine: Engine, card_name: str, options: ServeOptions | None = None,
+                     host: str = "127.0.0.1", timeout_s: float = 30.0) -> BackgroundServer:
+    """Start on a free loopback port and return once it accepts connections."""
+    app, ctx = create_app(engine, card_name, options)
+    sock = bind(host, 0)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn_config(app, host, port))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="omni-serve", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError("the server did not start")
+        time.sleep(0.01)
+    return BackgroundServer(f"http://{host}:{port}", ctx, server, thread)

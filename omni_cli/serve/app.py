@@ -33,6 +33,7 @@ class ServeOptions:
     concurrency: int = 8  # requests in the engine at once, interleaved and batched
     max_queue: int = 64  # accepted requests waiting for a slot; one more is a 429
     max_body_bytes: int = 64 << 10  # JSON bodies: the longest input a card takes is a few KiB of UTF-8
+    max_header_bytes: int = 16 << 10  # all request headers together
 
 
 class ServeContext:
@@ -155,15 +156,24 @@ async def metrics_route(ctx: ServeContext, request: Request):
     return PlainTextResponse(ctx.metrics.render(ctx.gauges()), media_type="text/plain; version=0.0.4")
 
 
-class ApiKeyGate:
-    """ASGI middleware: with a key set, every path but /health needs `Authorization: Bearer KEY`."""
+class Gate:
+    """ASGI middleware before any route: headers over the cap are a 431; with a key set, every path but
+    /health needs `Authorization: Bearer KEY`."""
 
-    def __init__(self, app, api_key: str | None):
+    def __init__(self, app, api_key: str | None, max_header_bytes: int):
         self.app = app
+        self.max_header_bytes = max_header_bytes
         # compared as digests: equal length always, so the time taken says nothing about the key
         self.digest = hashlib.sha256(f"Bearer {api_key}".encode()).digest() if api_key else None
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            # h11 caps only headers that arrive in pieces; this holds however they arrive
+            size = sum(len(k) + len(v) + 4 for k, v in scope.get("headers", []))
+            if size > self.max_header_bytes:
+                error = ApiError(431, f"the request headers are {size} bytes, over the server's limit of "
+                                      f"{self.max_header_bytes}", code="headers_too_large")
+                return await JSONResponse(error.body(), 431)(scope, receive, send)
         if self.digest is not None and scope["type"] == "http" and scope["path"] != "/health":
             given = dict(scope.get("headers", [])).get(b"authorization", b"")
             if not hmac.compare_digest(hashlib.sha256(given).digest(), self.digest):
@@ -203,4 +213,4 @@ def create_app(engine: Engine, card_name: str, options: ServeOptions | None = No
             ctx.worker.stop()
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
-    return ApiKeyGate(app, ctx.options.api_key), ctx
+    return Gate(app, ctx.options.api_key, ctx.options.max_header_bytes), ctx

@@ -12,7 +12,9 @@ import uvicorn
 from ..engine import Engine
 from .app import ServeContext, ServeOptions, create_app
 
-MAX_HEADER_BYTES = 16 << 10  # request line and headers together; h11 answers 431 past it
+# a backstop: h11 stops buffering a header block past this; the app refuses anything over its own, smaller
+# cap (ServeOptions.max_header_bytes) with an OpenAI-shaped 431
+MAX_HEADER_BYTES = 64 << 10
 
 
 def uvicorn_config(app, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:

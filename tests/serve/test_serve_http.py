@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import pytest
 import soundfile
-from conftest import CARD, LONG_TEXT
+from serve_helpers import CARD, LONG_TEXT
 
 from omni_cli.audio.pcm import UNKNOWN_SIZE, wav_header
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 import soundfile
-from conftest import CARD, MEDIUM_TEXT, serve
+from serve_helpers import CARD, MEDIUM_TEXT, serve
 
 openai = pytest.importorskip("openai")
 

@@ -8,7 +8,7 @@ import random
 
 import httpx
 import pytest
-from conftest import CARD
+from serve_helpers import CARD
 
 from omni_cli.audio.pcm import UNKNOWN_SIZE, wav_header
 

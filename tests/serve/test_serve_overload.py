@@ -7,7 +7,7 @@ import time
 
 import httpx
 import pytest
-from conftest import CARD, LONG_TEXT, serve
+from serve_helpers import CARD, LONG_TEXT, serve
 
 from omni_cli.engine import WorkUnitEvent
 

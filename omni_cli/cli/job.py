@@ -28,6 +28,7 @@ class SpeakJob:
     quiet: bool = False
     verbose: bool = False
     subscribers: list[Callable] = field(default_factory=list)  # more trace-event listeners (omni trace)
+    allow_truncation: bool = False  # a request cut short at a cap still exits 0 (it is reported either way)
 
 
 def resolve_text(text: str | None) -> str | None:
@@ -67,7 +68,8 @@ def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None)
             engine.subscribe(fn)
         source = text_source(job.text) if job.text is not None else stdin_source(sys.stdin.buffer)
         on_utterance = trace.utterance if trace is not None else None
-        outcome = run_utterances(engine, source, router, view, job.request, job.concurrency, on_utterance)
+        outcome = run_utterances(engine, source, router, view, job.request, job.concurrency, on_utterance,
+                                 allow_truncation=job.allow_truncation)
     finally:
         if trace is not None:
             trace.close()

@@ -34,6 +34,7 @@ class Driver:
     request: dict[str, Any]  # SpeakRequest fields shared by every utterance
     concurrency: int
     on_utterance: Callable[[Utterance], None] | None = None
+    allow_truncation: bool = False
     outcome: Outcome = field(default_factory=Outcome)
     _pending: deque = field(default_factory=deque)
     _by_id: dict[str, Utterance] = field(default_factory=dict)
@@ -104,7 +105,7 @@ class Driver:
             self.on_utterance(utt)
 
     def _handle(self, event) -> None:
-        from ..spec.stream import AudioChunk, RequestDone, TextPiece
+        from ..spec.stream import AudioChunk, RequestDone, RequestStatus, TextPiece
 
         utt = self._by_id[event.request_id]
         if isinstance(event, AudioChunk):
@@ -116,11 +117,17 @@ class Driver:
             self.router.text(utt, event.text)
         elif isinstance(event, RequestDone):
             utt.status, utt.error, utt.metrics = event.status.value, event.error, event.metrics
+            truncated = event.metrics.get("truncated")
+            if truncated and event.status is RequestStatus.FINISHED:  # issue 12: never silently cut short
+                utt.status = "truncated"
+                utt.error = "cut short: " + ", ".join(f"{loop} stopped at its {cap}" for loop, cap in truncated.items())
             self.router.done(utt)
             self.view.on_done(utt)
+            where = f"line {utt.line}: " if self.source.is_stream else ""
             if event.error:
-                where = f"line {utt.line}: " if self.source.is_stream else ""
                 self._fail(FAILURE, f"{where}{event.error}")
+            elif utt.status == "truncated" and not self.allow_truncation:
+                self._fail(FAILURE, f"{where}speech {utt.error} (--allow-truncation accepts it)")
 
     def _fail(self, code: int, message: str) -> None:
         self.outcome.errors.append(message)
@@ -139,11 +146,11 @@ class Driver:
 
 
 def run_utterances(engine, source: LineSource, router: Router, view, request: dict[str, Any], concurrency: int,
-                   on_utterance: Callable[[Utterance], None] | None = None) -> Outcome:
+                   on_utterance: Callable[[Utterance], None] | None = None, *, allow_truncation: bool = False) -> Outcome:
     """The whole run: outputs open, signals caught, closed cleanly however it ends."""
     from ..audio import OutputClosed
 
-    driver = Driver(engine, source, router, view, request, concurrency, on_utterance)
+    driver = Driver(engine, source, router, view, request, concurrency, on_utterance, allow_truncation)
     stop = GracefulStop(driver.stop)
     try:
         with stop, view:

@@ -56,6 +56,9 @@ def speak(
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
     handoff: o.Handoff_ = None,
+    allow_truncation: Annotated[bool, typer.Option(
+        "--allow-truncation", rich_help_panel=o.REQUEST,
+        help="Exit 0 even when a loop stopped at a cap (max_tokens, max_positions) and cut the speech short.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel=o.DISPLAY,
                                           help="Without a TTY: one stderr line per WorkUnit.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
@@ -69,7 +72,8 @@ def speak(
     model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device})
     request = {"seed": seed, "max_tokens": max_tokens, "voice": voice,
                "mode": mode.value if mode else None, "handoff": handoff.value if handoff else None}
-    job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose)
+    job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
+                   allow_truncation=allow_truncation)
     outcome, _, view = run_job(job)
     if outcome.utterances:
         view.summary(outcome.utterances, destination(plan))

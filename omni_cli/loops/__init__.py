@@ -2,12 +2,13 @@
 
 from .ar_decode import ARDecodeLoop, ARState, LoopInputError
 from .audio_decode import AudioDecodeLoop, AudioPiece, AudioState
-from .base import DONE, Done, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import DONE, Done, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from .channel import ARChannel, Channel
 from .feeds import ARFeed, CodesFeed, StepFeed, TalkerFeed, ThinkerFeed
+from .registry import LOOP_KINDS, register_loop_kind
 
 __all__ = [
-    "DONE", "ARChannel", "ARDecodeLoop", "ARFeed", "ARState", "AudioDecodeLoop", "AudioPiece", "AudioState",
-    "Channel", "CodesFeed", "Done", "Loop", "LoopInputError", "LoopResult", "LoopState", "LoopStatus",
-    "StepFeed", "TalkerFeed", "ThinkerFeed", "Wait", "WorkPlan",
+    "DONE", "LOOP_KINDS", "ARChannel", "ARDecodeLoop", "ARFeed", "ARState", "AudioDecodeLoop", "AudioPiece", "AudioState",
+    "Channel", "CodesFeed", "Done", "Loop", "LoopInputError", "LoopRequest", "LoopResult", "LoopState", "LoopStatus",
+    "StepFeed", "TalkerFeed", "ThinkerFeed", "Wait", "WorkPlan", "register_loop_kind",
 ]

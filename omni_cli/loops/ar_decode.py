@@ -10,9 +10,10 @@ import numpy as np
 from ..backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARModel, ARStepInput, ARStepOutput
 from ..spec.card import LoopSpec
 from ..spec.errors import SpecError, SpecIssue
-from .base import DONE, Done, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import DONE, Done, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from .channel import ARChannel
 from .feeds import ARFeed
+from .registry import register_loop_kind
 from .sampling import Sampler
 
 
@@ -36,24 +37,26 @@ class ARState(LoopState):
     truncated: bool = False  # it stopped at a cap (its output is cut short), not at its natural end
 
 
+@register_loop_kind
 class ARDecodeLoop(Loop):
     kind = "ar_decode"
+    work_unit = AR_TOKEN
+    roles = ("thinker", "talker")
+    reads, makes = "ar_feed", "ar_stream"
+    output = ARChannel
+    spec: LoopSpec
+    component: ARModel
 
     def __init__(self, loop_id: str, spec: LoopSpec, component: ARModel, stage: int):
-        self.loop_id = loop_id
-        self.spec = spec
-        self.component = component
-        self.stage = stage
+        super().__init__(loop_id, spec, component, stage)
         self.sampler = Sampler(spec.sampling, component.suppress_token_ids, component.eos_token_ids)
 
-    def init(self, request_id: str, feed: ARFeed, out: ARChannel, *, seed: int, max_tokens: int | None = None) -> ARState:
-        limit = self.spec.max_tokens if max_tokens is None else min(max_tokens, self.spec.max_tokens)
+    def init(self, feed: ARFeed, out: ARChannel, request: LoopRequest) -> ARState:
+        asked = feed.max_tokens()  # the caller's cap (SpeakRequest.max_tokens), on the loop reading the text
+        limit = self.spec.max_tokens if asked is None else min(asked, self.spec.max_tokens)
+        request_id, seed = request.request_id, request.seed
         _, feed_max = feed.bounds()
-        if feed.forced_at(0) is not None and feed_max > self.spec.max_tokens:
-            # echo: cutting the forced reply short would silently drop the end of the text
-            raise SpecError([SpecIssue("<request>", None, "text",
-                                       f"the text is {feed_max - 1} tokens, over the {self.loop_id} loop's max_tokens "
-                                       f"of {self.spec.max_tokens} (split it into lines: one utterance per line)")])
+        self._check_fits(feed, feed_max, limit, asked)
         out.prompt_positions = feed.prefill_hint()  # replaced by the real count after the prefill
         out.max_items = limit if feed_max is None else min(limit, feed_max)
         hint = feed.max_positions_hint()
@@ -69,6 +72,27 @@ class ARDecodeLoop(Loop):
             max_positions=positions, resident_bytes=self.component.cache_bytes(positions),
             prefill_positions=min(feed.prefill_hint(), positions),
         )
+
+    def _check_fits(self, feed: ARFeed, feed_max: int | None, limit: int, asked: int | None) -> None:
+        """Limits known before the run are checked before it (issue 12: no silent truncation)."""
+        def refuse(message: str) -> None:
+            raise SpecError([SpecIssue("<request>", None, "text", message)])
+
+        most = self.component.max_positions
+        if feed.prefill_is_known() and feed.prefill_hint() + 1 > most:
+            refuse(f"the prompt is {feed.prefill_hint()} positions, over the {self.loop_id} loop's "
+                   f"max_positions of {most} (split it into lines: one utterance per line)")
+        if feed.forced_at(0) is None:
+            return
+        # echo: cutting the forced reply short would silently drop the end of the text
+        if feed_max > limit:
+            whose = "the request's" if asked is not None and asked < self.spec.max_tokens else f"the {self.loop_id} loop's"
+            refuse(f"the text is {feed_max - 1} tokens, over {whose} max_tokens of {limit} "
+                   "(split it into lines: one utterance per line)")
+        hint = feed.max_positions_hint()
+        if hint is not None and hint > most:
+            refuse(f"the text needs {hint} positions, over the {self.loop_id} loop's max_positions of {most} "
+                   "(split it into lines: one utterance per line)")
 
     def peak_step_bytes(self, state: ARState) -> int:
         prefill = self.component.step_bytes(state.prefill_positions, state.prefill_positions)

@@ -9,9 +9,10 @@ import numpy as np
 
 from ..backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput, VocoderModel
 from ..spec.card import LoopSpec
-from .base import DONE, Done, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import DONE, Done, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from .channel import Channel
 from .feeds import CodesFeed
+from .registry import register_loop_kind
 
 
 @dataclass
@@ -34,19 +35,23 @@ class AudioState(LoopState):
     stop_reason: str | None = None  # "end": every code was decoded
 
 
+@register_loop_kind
 class AudioDecodeLoop(Loop):
     kind = "audio_decode"
+    work_unit = AUDIO_CHUNK
+    roles = ("vocoder",)
+    reads, makes = "codes_feed", "audio_stream"
+    output = Channel
+    spec: LoopSpec
+    component: VocoderModel
 
     def __init__(self, loop_id: str, spec: LoopSpec, component: VocoderModel, stage: int):
-        self.loop_id = loop_id
-        self.spec = spec
-        self.component = component
-        self.stage = stage
+        super().__init__(loop_id, spec, component, stage)
         self.chunk_codes = spec.chunk_codes  # 0: the whole utterance as one chunk
 
-    def init(self, request_id: str, feed: CodesFeed, out: Channel, *, voice: str | None, seed: int) -> AudioState:
-        return AudioState(loop_id=self.loop_id, request_id=request_id, feed=feed, out=out,
-                          vocoder_state=self.component.new_state(voice, seed=seed),
+    def init(self, feed: CodesFeed, out: Channel, request: LoopRequest) -> AudioState:
+        return AudioState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
+                          vocoder_state=self.component.new_state(request.voice, seed=request.seed),
                           resident_bytes=self.component.state_bytes())
 
     def peak_step_bytes(self, state: AudioState) -> int:

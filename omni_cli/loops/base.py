@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..backends.base import Component
 
@@ -72,12 +72,39 @@ class LoopResult:
     truncated: bool = False  # it stopped at a cap, not at its natural end: the output is cut short
 
 
-class Loop:
-    """A driven loop over one component. Subclasses implement next, advance, finalize, abort."""
+@dataclass(frozen=True)
+class LoopRequest:
+    """What a loop's init takes from the request, the same for every kind."""
 
-    loop_id: str
-    component: Component
-    stage: int  # position in the cascade, 0 = furthest from the audio
+    request_id: str
+    seed: int
+    voice: str | None = None
+
+
+class Loop:
+    """A driven loop over one component. Subclasses declare their kind (see registry.py) and implement
+    init, next, advance, finalize, abort; `peak_step_bytes` and `advance_many` have defaults."""
+
+    kind: ClassVar[str]  # the name a card's loop `kind:` uses
+    work_unit: ClassVar[str]  # the WorkUnit kind it runs (a card may omit `work_unit`: it follows from kind)
+    roles: ClassVar[tuple[str, ...]]  # the component roles it may drive
+    reads: ClassVar[str]  # the slot kind it reads (program/ops.py SLOT_KINDS)
+    makes: ClassVar[str]  # the slot kind it publishes
+    output: ClassVar[type]  # the channel class it publishes into
+
+    def __init__(self, loop_id: str, spec: Any, component: Component, stage: int):
+        self.loop_id = loop_id
+        self.spec = spec  # the card's LoopSpec
+        self.component = component
+        self.stage = stage  # position in the cascade, 0 = furthest from the audio
+
+    def init(self, feed: Any, out: Any, request: LoopRequest) -> LoopState:
+        """A request's state: `feed` is what its prompt slot holds, `out` the channel it publishes into."""
+        raise NotImplementedError
+
+    def peak_step_bytes(self, state: LoopState) -> int:
+        """The most bytes one of this request's steps may hold (admission keeps that much headroom)."""
+        return 0
 
     def next(self, state: LoopState) -> WorkPlan | Wait | Done:
         raise NotImplementedError

@@ -35,6 +35,15 @@ class ARFeed:
         """(fewest, most) tokens to generate; most None means "the loop's max_tokens"."""
         return 0, None
 
+    def max_tokens(self) -> int | None:
+        """The caller's cap on this loop's tokens (the request's max_tokens), None: the card's alone."""
+        return None
+
+    def prefill_is_known(self) -> bool:
+        """Whether prefill_hint() is the exact prompt length already (checked against the model's positions
+        before the run), not a bound on what upstream will send."""
+        return False
+
     def bound_is_cap(self) -> bool:
         """Whether stopping at bounds()'s `most` cuts the output short (a cap) rather than ends it."""
         return False
@@ -54,9 +63,13 @@ class ARFeed:
 class ThinkerFeed(ARFeed):
     """Static: the tokenized prompt, and in echo mode the forced reply."""
 
-    def __init__(self, prompt: ThinkerPrompt, end_id: int):
+    def __init__(self, prompt: ThinkerPrompt, end_id: int, max_tokens: int | None = None):
         self.prompt = prompt
         self.end_id = end_id
+        self._max_tokens = max_tokens
+
+    def max_tokens(self) -> int | None:
+        return self._max_tokens
 
     def prefill(self) -> Prefill:
         return Prefill(list(self.prompt.prefill_ids))
@@ -77,6 +90,9 @@ class ThinkerFeed(ARFeed):
 
     def prefill_hint(self) -> int:
         return len(self.prompt.prefill_ids)
+
+    def prefill_is_known(self) -> bool:
+        return True
 
     def max_positions_hint(self) -> int | None:
         if self.prompt.forced_ids is None:

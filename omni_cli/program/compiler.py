@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..loops import ARChannel, ARDecodeLoop, AudioDecodeLoop, Channel, LoopState
+from ..loops import LOOP_KINDS, Loop, LoopRequest, LoopState
 from ..loops.recorder import attach_recorders
 from ..spec import (
     CardSpec,
@@ -22,9 +22,8 @@ from ..spec import (
 from ..spec.errors import IssueList
 from ..spec.stream import StreamEvent
 from .backends import backend_module, params_schema, settings_schema
-from .ops import LOOP_SLOTS, OPS, SLOT_KINDS, RequestContext
+from .ops import OPS, SLOT_KINDS, RequestContext
 
-Loop = ARDecodeLoop | AudioDecodeLoop
 REQUEST_SLOTS = {"text"}  # the program inputs a SpeakRequest fills (see CompiledProgram.wire)
 
 
@@ -74,20 +73,15 @@ class CompiledProgram:
                              voice, request.handoff, emit)
         slots: dict[str, Any] = {"text": request.text}  # keep REQUEST_SLOTS in step
         states: list[tuple[Loop, LoopState]] = []
+        loop_request = LoopRequest(request_id, request.seed, voice)
         for node in self.order:
             inputs = [slots[s] for s in node.inputs]
             if node.op is not None:
                 value = OPS[node.op].fn(ctx, inputs, request.handoff or node.mode or "stream")
             else:
                 loop = self.loops[node.loop]
-                if isinstance(loop, ARDecodeLoop):
-                    value = ARChannel(node.output or node.id)
-                    limit = request.max_tokens if loop.component.role == "thinker" else None
-                    state = loop.init(request_id, inputs[0], value, seed=request.seed, max_tokens=limit)
-                else:
-                    value = Channel(node.output or node.id)
-                    state = loop.init(request_id, inputs[0], value, voice=voice, seed=request.seed)
-                states.append((loop, state))
+                value = loop.output(node.output or node.id)
+                states.append((loop, loop.init(inputs[0], value, loop_request)))
             if node.output is not None:
                 slots[node.output] = value
         if request.profile != "serve" or request.replay is not None:
@@ -116,8 +110,7 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
     for node in order:
         if node.loop is not None:
             spec = card.loops[node.loop]
-            cls = ARDecodeLoop if spec.kind == "ar_decode" else AudioDecodeLoop
-            loops[node.loop] = cls(node.loop, spec, components[spec.component], len(loops))
+            loops[node.loop] = LOOP_KINDS[spec.kind](node.loop, spec, components[spec.component], len(loops))
     return CompiledProgram(card, program, components, loops, order, dict(settings or {}))
 
 
@@ -126,6 +119,7 @@ def check_program(card: CardSpec, program: ProgramSpec) -> dict[str, Any]:
 
     Returns each component's validated params. `omni cards validate` stops here.
     """
+    check_loop_kinds(card)
     issues = IssueList(program.source)
     missing = [c for c in program.requires if c not in card.capabilities]
     if missing:
@@ -187,8 +181,8 @@ def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -
         if node.op is not None:
             reads, makes, who = OPS[node.op].reads, OPS[node.op].makes, f"op {node.op!r}"
         else:
-            (reads_one, makes), who = LOOP_SLOTS[card.loops[node.loop].kind], f"loop {node.loop!r}"
-            reads = (reads_one,)
+            kind = LOOP_KINDS[card.loops[node.loop].kind]
+            reads, makes, who = (kind.reads,), kind.makes, f"loop {node.loop!r}"
         for j, (slot, wanted) in enumerate(zip(node.inputs, reads, strict=True)):
             have = kinds.get(slot)
             if have is not None and have != wanted:
@@ -197,6 +191,25 @@ def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -
                                                    f"reads {SLOT_KINDS[wanted]}")
         if node.output is not None and makes is not None:
             kinds[node.output] = makes
+
+
+def check_loop_kinds(card: CardSpec) -> None:
+    """Each loop's kind is registered, runs the work unit the card says and drives a role it can."""
+    issues = IssueList(card.source)
+    for name, loop in card.loops.items():
+        key = f"loops.{name}"
+        kind = LOOP_KINDS.get(loop.kind)
+        if kind is None:
+            known = " | ".join(repr(k) for k in LOOP_KINDS)
+            issues.add(card.line(f"{key}.kind"), f"{key}.kind", f"expected one of {known}, got {loop.kind!r}")
+            continue
+        if loop.work_unit is not None and loop.work_unit != kind.work_unit:
+            issues.add(card.line(f"{key}.work_unit"), f"{key}.work_unit",
+                       f"a {loop.kind} loop runs {kind.work_unit!r} units, got {loop.work_unit!r} (or omit work_unit)")
+        role = card.components[loop.component].role
+        if role not in kind.roles:
+            issues.add(card.line(f"{key}.component"), f"{key}.component", f"a {loop.kind} loop cannot drive a {role}")
+    issues.raise_if_any()
 
 
 def component_params(card: CardSpec) -> dict[str, Any]:

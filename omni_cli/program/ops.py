@@ -53,7 +53,6 @@ SLOT_KINDS = {
     "codes_feed": "the input of an audio_decode loop",
     "audio_stream": "the chunks an audio_decode loop publishes",
 }
-LOOP_SLOTS = {"ar_decode": ("ar_feed", "ar_stream"), "audio_decode": ("codes_feed", "audio_stream")}
 
 
 OPS: dict[str, Op] = {}
@@ -73,7 +72,7 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
     text = clean_text(inputs[0], ctx.card.limits.max_text_chars)
     prompt = thinker.encode(text, ctx.mode)
     end = prompt.forced_end_id if prompt.forced_end_id is not None else min(thinker.eos_token_ids)
-    return ThinkerFeed(prompt, end)
+    return ThinkerFeed(prompt, end, ctx.request.max_tokens)
 
 
 @_op("emit_text", reads=("ar_stream",), makes=None)

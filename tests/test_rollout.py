@@ -137,3 +137,12 @@ def test_a_sample_that_is_not_one_is_named(tmp_path):
     with pytest.raises(ValueError, match="x.npz: not a rollout sample"):
         load_run(tmp_path)
     assert Sample({}, {}).tokens == {}
+
+
+def test_the_bench_measures_recording_on_the_same_audio(toy):
+    from omni_cli.bench import recording_cost
+
+    rows = recording_cost(toy, num_requests=2, short_chars=12, concurrency=2, repeats=1)
+    assert [r["concurrency"] for r in rows] == [1, 2] and all(r["work_units"] > 20 for r in rows)
+    for r in rows:  # a difference of two measured figures: its sign is the machine's, not ours
+        assert r["recording_us_per_unit"] == r["rollout_us_per_unit"] - r["serve_us_per_unit"]

@@ -39,10 +39,11 @@ class Workload:
     policy: str = "latency-first"
     mode: str = "echo"
     max_batch: int | None = None
+    profile: str = "serve"  # serve | rollout (records every WorkUnit's behaviour)
 
     def requests(self) -> list[SpeakRequest]:
         return [SpeakRequest(make_text(self.text_chars, i), mode=self.mode, seed=i, handoff=self.handoff,
-                             request_id=f"b{i}") for i in range(self.num_requests)]
+                             request_id=f"b{i}", profile=self.profile) for i in range(self.num_requests)]
 
 
 @dataclass

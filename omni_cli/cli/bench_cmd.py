@@ -38,12 +38,17 @@ def bench(
     codes: int = typer.Option(200, "--codes", min=1, max=8192, help="--reference: codec tokens per utterance"),
     processes: bool = typer.Option(True, "--processes/--no-processes", help="time `omni --help` and `omni speak` as processes"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per line instead of tables"),
+    rollout: bool = typer.Option(False, "--rollout", help="instead: overhead per WorkUnit served and rolled out "
+                                 "(recording every step), best of 3 alternated runs at concurrency 1 and N"),
 ) -> None:
     from ..api import load
     from ..bench import process_timings, standard_suite, targets
 
     settings = {"model_path": model_path} if model_path else None
     program = load(card, None, settings)
+    if rollout:
+        _render_recording(program, requests, chars, concurrency, as_json)
+        return
     ref, results = None, []
     if reference:
         from ..bench import reference_suite
@@ -90,6 +95,20 @@ def _render(results, rows) -> None:
         met = "-" if row["met"] is None else ("yes" if row["met"] else "NO")
         goals.add_row(row["target"], row["measured"], row["goal"], met)
     console.print(goals)
+
+
+def _render_recording(program, requests: int, chars: int, concurrency: int, as_json: bool) -> None:
+    from ..bench import recording_cost
+
+    rows = recording_cost(program, num_requests=requests, short_chars=chars, concurrency=concurrency)
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    typer.echo("rollout recording: engine overhead per WorkUnit (best of 3 alternated runs; same audio)")
+    for row in rows:
+        typer.echo(f"  concurrency {row['concurrency']:>3}: serve {row['serve_us_per_unit']:6.1f} us, rollout "
+                   f"{row['rollout_us_per_unit']:6.1f} us, recording {row['recording_us_per_unit']:+6.1f} us/WU")
 
 
 def _ms(value) -> str:

@@ -33,6 +33,8 @@ def test_rollout_changes_no_token_and_no_sample(toy):
         chunks = behaviour(r)["vocoder"]
         assert chunks["num_samples"].sum() == r.samples.size
         assert chunks["start_code"][0] == 0 and (chunks["start_code"][1:] == chunks["end_code"][:-1]).all()
+        # the toy vocoder reads one row of its noise table per code, in order
+        assert (chunks["noise_start"] == chunks["start_code"]).all() and (chunks["noise_stop"] == chunks["end_code"]).all()
 
 
 @pytest.mark.parametrize("concurrency", [1, 4], ids=["alone", "batched"])

@@ -39,6 +39,12 @@ def test_hf_rollout_changes_no_token_and_no_sample(program):
     rolled = Engine(program).submit(SpeakRequest("hey", mode="chat", seed=4, profile="rollout"), collect=True).result()
     assert len(served.tokens["talker_decode"]) > 5 and served.samples.size > 0
     assert served.tokens == rolled.tokens and np.array_equal(served.samples, rolled.samples)
+    (chunk,) = [loop.outputs["behaviour"] for name, loop in rolled.loops.items() if name == "vocoder"]
+    codes = len([t for t in rolled.tokens["talker_decode"] if program.roles["talker"].code_of(t) is not None])
+    # one whole-utterance chunk: every code, every sample, the noise frames of its DiT window (2 per code)
+    assert chunk["start_code"].tolist() == [0] and chunk["end_code"].tolist() == [codes]
+    assert chunk["num_samples"].tolist() == [served.samples.size]
+    assert chunk["noise_start"].tolist() == [0] and chunk["noise_stop"].tolist() == [2 * codes]
 
 
 def test_hf_recorded_logprobs_rescore_within_1e5_alone_and_batched(program, tmp_path):

@@ -39,6 +39,7 @@ class _Window:
     voice: Voice
     keep_from: int
     keep_to: int
+    noise_span: tuple[int, int]  # frames [start, stop) of the request's noise stream (rollout records)
 
 
 @dataclass
@@ -118,8 +119,9 @@ class HFVocoder:
         """A batch of chunks: DiT windows of equal length and voice are integrated as one batch."""
         if kind != AUDIO_CHUNK:
             raise ValueError(f"the vocoder runs audio_chunk WorkUnits, not {kind!r}")
-        samples = self._finish(inputs, self._sample([self._window(inp) for inp in inputs]))
-        return [VocoderChunkOutput(samples=s) for s in samples]
+        windows = [self._window(inp) for inp in inputs]
+        samples = self._finish(inputs, self._sample(windows))
+        return [VocoderChunkOutput(s, None if w is None else w.noise_span) for s, w in zip(samples, windows, strict=True)]
 
     def synthesize(self, codes: list[int], voice: str | None = None, seed: int | None = None) -> np.ndarray:
         """Whole-utterance token2wav: one chunk over every code."""
@@ -193,7 +195,7 @@ class HFVocoder:
         noise = self._noise(state, win_stop)[:, win_first:win_stop].to(self.device)
         codes = torch.tensor([list(inp.codes[win_first // self.repeats: win_stop // self.repeats])],
                              dtype=torch.long, device=self.device)
-        return _Window(noise, codes, state.voice, first - win_first, stop - win_first)
+        return _Window(noise, codes, state.voice, first - win_first, stop - win_first, (win_first, win_stop))
 
     @torch.no_grad()
     def _sample(self, windows: list[_Window | None]) -> list[torch.Tensor | None]:

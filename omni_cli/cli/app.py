@@ -31,6 +31,19 @@ class OmniGroup(TyperGroup):
         debug = pop_debug(argv) or os.environ.get("OMNI_DEBUG", "") not in ("", "0")
         sys.exit(run(super().main, argv, prog_name or "omni", debug, complete_var=complete_var, **extra))
 
+    def invoke(self, ctx):
+        # click turns a closed stdout into exit 1 before run() could see it: take it first (issue 12)
+        try:
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # here, not at exit, so a reader that left is seen
+            return result
+        except BrokenPipeError as exc:
+            raise StdoutClosed from exc
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout went away (`| head`): every command exits quietly with 141."""
+
 
 def pop_debug(argv: list[str]) -> bool:
     """Remove `--debug` wherever it is before a `--`."""
@@ -46,6 +59,12 @@ def run(click_main, argv: list[str], prog_name: str, debug: bool, **extra) -> in
         return result if isinstance(result, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
+    except StdoutClosed:
+        from .errors import PIPE_CLOSED
+        from .runner import quiet_stdout
+
+        quiet_stdout()
+        return PIPE_CLOSED
     except typer.Abort:
         error_line("aborted")
         return 1

@@ -7,7 +7,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from .errors import CliError
 
@@ -67,10 +67,24 @@ def text_source(text: str) -> LineSource:
     return source
 
 
-def stdin_source(stream: BinaryIO) -> LineSource:
+def line_cap_bytes(max_text_chars: int) -> int:
+    """The most bytes one stdin line may take: the card's limit in 4-byte characters, plus room for the
+    spaces and control characters that cleaning folds away. Past it the line cannot be spoken, so
+    reading stops there instead of holding an endless line (`cat /dev/zero`) in memory (issue 12)."""
+    return 4 * max_text_chars + LINE_MARGIN_BYTES
+
+
+LINE_MARGIN_BYTES = 4096
+
+
+def stdin_source(stream: TextIO | None, max_text_chars: int) -> LineSource:
     """Read `stream` on a thread, a line at a time, so utterances start while later lines are unwritten."""
+    if stream is None:  # started with stdin closed (`<&-`)
+        raise CliError("stdin is closed: pass TEXT, or give `-` a pipe or a file to read")
     source = LineSource(is_stream=True)
-    thread = threading.Thread(target=_read_lines, args=(stream, source), name="omni-stdin", daemon=True)
+    raw = getattr(stream, "buffer", stream)
+    thread = threading.Thread(target=_read_lines, args=(raw, source, line_cap_bytes(max_text_chars)),
+                              name="omni-stdin", daemon=True)
     thread.start()
     return source
 
@@ -89,7 +103,7 @@ def _chunks(stream: BinaryIO):
         yield data
 
 
-def _read_lines(stream: BinaryIO, source: LineSource) -> None:
+def _read_lines(stream: BinaryIO, source: LineSource, cap_bytes: int) -> None:
     number = 0
     pending = b""
     try:
@@ -98,14 +112,21 @@ def _read_lines(stream: BinaryIO, source: LineSource) -> None:
             *lines, pending = pending.split(b"\n")
             for raw in lines:
                 number += 1
-                if not _offer(source, number, raw):
-                    return
+                if len(raw) > cap_bytes or not _offer(source, number, raw):
+                    return _too_long(source, number, cap_bytes) if len(raw) > cap_bytes else None
+            if len(pending) > cap_bytes:  # no newline in sight: refuse now, not at the end of the stream
+                return _too_long(source, number + 1, cap_bytes)
         if pending:
             _offer(source, number + 1, pending)
     except OSError as exc:
         source._put(CliError(f"cannot read stdin: {exc.strerror or exc}", 1))
         return
     source._put(None)
+
+
+def _too_long(source: LineSource, number: int, cap_bytes: int) -> None:
+    source._put(CliError(f"stdin line {number} is over {cap_bytes} bytes, more than the card's limit of "
+                         f"{(cap_bytes - LINE_MARGIN_BYTES) // 4} characters can take; split it into lines"))
 
 
 def _offer(source: LineSource, number: int, raw: bytes) -> bool:

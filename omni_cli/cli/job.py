@@ -5,13 +5,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .errors import CliError
 from .inputs import check_text, stdin_source, text_source
 from .live import RunView, make_view
-from .outputs import OutputPlan, Router, isatty, refuse_existing
+from .outputs import OutputPlan, Router, claim_plan, isatty
 from .runner import Outcome, run_utterances
 from .session import ModelOptions, check_voice, open_engine
 from .tracefile import TraceWriter, run_record
@@ -54,19 +53,24 @@ def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None)
                                                                verbose=job.verbose)
     live = hasattr(view, "console") and isatty(sys.stdout)  # the live view owns the terminal
     router = Router(job.plan, engine.sample_rate, sys.stdout.buffer, sys.stdout, above=view.above if live else None)
-    if job.trace_path:  # every refusal comes before any file is created
-        refuse_existing(Path(job.trace_path), job.plan.force)
+    claims = claim_plan(job.plan, job.trace_path)  # every refusal comes before any file is touched
+    source = (text_source(job.text) if job.text is not None
+              else stdin_source(sys.stdin, engine.program.card.limits.max_text_chars))
+
+    def open_trace() -> TraceWriter:
+        writer = TraceWriter(job.trace_path, job.plan.force)
+        writer.write(run_record(engine, job.model.card, job.model.program, job.model.settings, job.request))
+        return writer
+
     trace = None
     try:
-        router.open()
-        trace = TraceWriter(job.trace_path, job.plan.force) if job.trace_path else None
+        openers = {"--trace": open_trace} if job.trace_path else {}
+        trace = claims.open_all({job.plan.flag: router.open, **openers}).get("--trace")
         if trace is not None:
-            trace.write(run_record(engine, job.model.card, job.model.program, job.model.settings, job.request))
             engine.subscribe(trace)
         engine.subscribe(view.on_trace)
         for fn in job.subscribers:
             engine.subscribe(fn)
-        source = text_source(job.text) if job.text is not None else stdin_source(sys.stdin.buffer)
         on_utterance = trace.utterance if trace is not None else None
         outcome = run_utterances(engine, source, router, view, job.request, job.concurrency, on_utterance,
                                  allow_truncation=job.allow_truncation)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,11 @@ class OutputPlan:
     @property
     def audio_on_stdout(self) -> bool:
         return self.kind == "stdout"
+
+    @property
+    def flag(self) -> str:
+        """How the user named the audio output (the key of its claim)."""
+        return "--out-dir" if self.kind == "dir" else "-o"
 
 
 def plan_outputs(output: str | None, out_dir: str | None, fmt: str | None, force: bool, as_json: bool) -> OutputPlan:
@@ -122,13 +128,19 @@ class Router:
     def prints_text(self) -> bool:
         return self.plan.stdout_free and not self.plan.audio_on_stdout and not self.plan.as_json
 
-    def open(self) -> None:
-        """Open what can be opened now, so a bad path fails before the model runs."""
-        from ..audio import open_audio_output
+    def open(self) -> Router:
+        """Open the audio output (claims.py has checked it, and every other output, first)."""
+        from ..audio import SUFFIX_FORMATS, RawPcmWriter, WavStreamWriter, open_audio_output
+        from .claims import open_pipe
 
         plan = self.plan
-        if plan.kind == "file":
-            refuse_existing(plan.path, plan.force)
+        if plan.kind == "file" and is_pipe(plan.path):  # a FIFO: a stream, like stdout
+            if (plan.format or SUFFIX_FORMATS.get(plan.path.suffix.lower())) == "flac":
+                raise CliError(f"-o {plan.path}: a FIFO takes wav or raw, not flac (its header is written at the end)")
+            fmt = plan.format or SUFFIX_FORMATS.get(plan.path.suffix.lower(), "wav")
+            writer = RawPcmWriter if fmt == "raw" else WavStreamWriter
+            self._shared = writer(open_pipe(plan.path), self.sample_rate, close_stream=True)
+        elif plan.kind == "file":
             self._shared = open_audio_output(plan.path, self.sample_rate, plan.format)
         elif plan.kind == "stdout":
             if isatty(self._stdout):
@@ -136,11 +148,7 @@ class Router:
             self._shared = open_audio_output(self._stdout, self.sample_rate, plan.format)
         elif plan.kind == "dir":
             make_dir(plan.path)
-            if not plan.force:
-                taken = sorted(p.name for p in plan.path.iterdir() if NUMBERED.match(p.name))
-                if taken:
-                    raise CliError(f"{plan.path} already holds {taken[0]}{' …' if len(taken) > 1 else ''}; "
-                                   "pass --force to overwrite", USAGE)
+        return self
 
     def begin(self, utt: Utterance) -> None:
         plan = self.plan
@@ -208,6 +216,16 @@ class Router:
         self._text_out.flush()
 
 
+def claim_plan(plan: OutputPlan, trace_path: str | None):
+    """Check the audio output and the trace together, before either is opened (see claims.py)."""
+    from .claims import claim_outputs
+
+    outputs = [(plan.flag, plan.path, plan.kind == "dir")] if plan.kind in ("file", "dir") else []
+    if trace_path is not None:
+        outputs.append(("--trace", Path(trace_path), False))
+    return claim_outputs(outputs, plan.force, lambda name: NUMBERED.match(name) is not None)
+
+
 def refuse_existing(path: Path, force: bool) -> None:
     if not force and path.is_file():  # devices (/dev/null) and pipes are not files to keep
         raise CliError(f"{path} exists; pass --force to overwrite it", USAGE)
@@ -218,6 +236,14 @@ def make_dir(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CliError(f"cannot create {path}: {exc.strerror or exc}", 1) from exc
+
+
+def is_pipe(path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def isatty(stream) -> bool:

@@ -2,83 +2,49 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any
+from .tracedigest import TraceDigest
 
 GLYPHS = {"ar_prefill": ("▒", "magenta"), "ar_token": ("█", "cyan"), "audio_chunk": ("▇", "yellow")}
 LABEL = 16
 
 
-def work_units(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r.get("event") == "work_unit"]
-
-
-def loop_order(records: list[dict[str, Any]]) -> list[str]:
-    """Loops by stage (thinker first), then as they first appear."""
-    run = next((r for r in records if r.get("event") == "run"), {})
-    seen: dict[str, tuple[int, int]] = {}
-    for i, u in enumerate(work_units(records)):
-        seen.setdefault(u["loop"], (u.get("stage", 0), i))
-    ordered = sorted(seen, key=lambda loop: seen[loop])
-    return [loop for loop in run.get("loops", []) if loop in seen] + [x for x in ordered if x not in run.get("loops", [])]
-
-
-def origin_s(records: list[dict[str, Any]]) -> float:
-    """The time axis starts at the first submission (engine start-up is not the run's)."""
-    starts = [u["start_s"] for u in work_units(records)]
-    starts += [r["t_s"] for r in records if r.get("event") == "request"]
-    return min(starts, default=0.0)
-
-
-def span_s(records: list[dict[str, Any]]) -> float:
-    ends = [u["start_s"] + u["dur_s"] for u in work_units(records)]
-    ends += [r["t_s"] for r in records if r.get("event") == "request"]
-    return max(max(ends, default=0.0) - origin_s(records), 1e-9)
-
-
-def lanes(records: list[dict[str, Any]], width: int):
+def lanes(digest: TraceDigest, width: int) -> dict[str, list[str | None]]:
     """{loop: [kind or None per column]} for bars `width` columns wide over the trace's span."""
-    total, t0 = span_s(records), origin_s(records)
-    out = {loop: [None] * width for loop in loop_order(records)}
-    for u in work_units(records):
-        first = min(width - 1, int((u["start_s"] - t0) / total * width))
-        last = min(width - 1, int((u["start_s"] + u["dur_s"] - t0) / total * width))
-        row = out[u["loop"]]
-        for col in range(first, last + 1):
+    total, t0 = digest.span_s(), digest.origin_s()
+    order = digest.loop_order()
+    out = {loop: [None] * width for loop in order}
+    rows = {digest.loop_ids[loop]: out[loop] for loop in order}
+    kinds = list(digest.kind_ids)
+    for i in range(digest.num_units):
+        first = min(width - 1, int((digest.unit_start[i] - t0) / total * width))
+        last = min(width - 1, int((digest.unit_end[i] - t0) / total * width))
+        row, kind = rows[digest.unit_loop[i]], kinds[digest.unit_kind[i]]
+        for col in range(max(first, 0), last + 1):
             if row[col] != "ar_prefill":  # a prefill stays visible among tokens
-                row[col] = u["kind"]
+                row[col] = kind
     return out
 
 
-def first_audio_columns(records: list[dict[str, Any]], width: int) -> list[int]:
-    total, t0 = span_s(records), origin_s(records)
-    return [min(width - 1, int((r["t_s"] - t0) / total * width)) for r in records
-            if r.get("event") == "request" and r.get("phase") == "first_audio"]
+def first_audio_columns(digest: TraceDigest, width: int) -> list[int]:
+    total, t0 = digest.span_s(), digest.origin_s()
+    return [max(0, min(width - 1, int((t - t0) / total * width))) for _, t in digest.first_audio]
 
 
-def summary_rows(records: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+def summary_rows(digest: TraceDigest) -> list[tuple[str, ...]]:
     """(loop, kind, WorkUnits, total ms, mean ms, batch sizes) per loop and kind."""
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for u in work_units(records):
-        groups[(u["loop"], u["kind"])].append(u)
-    order = {loop: i for i, loop in enumerate(loop_order(records))}
+    order = {loop: i for i, loop in enumerate(digest.loop_order())}
     rows = []
-    for (loop, kind), units in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
-        total = sum(u["dur_s"] for u in units)
-        sizes = [u["batch_size"] for u in units]
-        rows.append((loop, kind, str(len(units)), f"{total * 1e3:.2f}", f"{total / len(units) * 1e3:.3f}",
-                     f"mean {sum(sizes) / len(sizes):.1f}, max {max(sizes)}"))
+    for (loop, kind), (units, total, batch_sum, batch_max) in sorted(digest.groups.items(),
+                                                                     key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        rows.append((loop, kind, str(units), f"{total * 1e3:.2f}", f"{total / units * 1e3:.3f}",
+                     f"mean {batch_sum / units:.1f}, max {batch_max}"))
     return rows
 
 
-def request_figures(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    submitted = {r["request_id"]: r["t_s"] for r in records if r.get("event") == "request" and r["phase"] == "submitted"}
-    ttfa = [r["t_s"] - submitted.get(r["request_id"], 0.0) for r in records
-            if r.get("event") == "request" and r["phase"] == "first_audio"]
-    ends = [r for r in records if r.get("event") == "request" and r["phase"] in ("finished", "cancelled", "failed")]
-    audio_s = sum((r.get("detail") or {}).get("audio_s", 0.0) for r in ends)
-    wall = span_s(records)
-    out = [("requests", f"{len(submitted)} ({', '.join(sorted({r['phase'] for r in ends})) or 'unfinished'})")]
+def request_figures(digest: TraceDigest) -> list[tuple[str, str]]:
+    ttfa = digest.ttfa_s()
+    audio_s, wall = digest.audio_s, digest.span_s()
+    out = [("requests", f"{len(digest.submitted)} ({', '.join(sorted(digest.end_phases)) or 'unfinished'})")]
     if ttfa:
         extra = f" (mean {sum(ttfa) / len(ttfa) * 1e3:.1f} ms, max {max(ttfa) * 1e3:.1f} ms)" if len(ttfa) > 1 else ""
         out.append(("time to first audio", f"{min(ttfa) * 1e3:.1f} ms{extra}"))
@@ -88,25 +54,27 @@ def request_figures(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
-def render(records: list[dict[str, Any]], console) -> None:
+def render(digest: TraceDigest, console) -> None:
     """Print the lanes and the summary tables on a rich console."""
     from rich.table import Table
     from rich.text import Text
 
+    from .term import inert, text
+
     width = max(20, min(console.width, 160) - LABEL - 2)
-    total = span_s(records)
-    run = next((r for r in records if r.get("event") == "run"), None)
+    total = digest.span_s()
+    run = digest.run
     if run is not None:
-        console.print(Text(f"{run.get('card')} · {run.get('program')} · policy {run.get('policy')} · "
+        console.print(text(f"{run.get('card')} · {run.get('program')} · policy {run.get('policy')} · "
                            f"started {run.get('started_at')}", style="bold"), no_wrap=True, crop=False)
-    for loop, row in lanes(records, width).items():
-        line = Text(f"{loop[:LABEL - 1]:<{LABEL}}")
+    for loop, row in lanes(digest, width).items():
+        line = Text(f"{inert(loop)[:LABEL - 1]:<{LABEL}}")
         for kind in row:
             glyph, style = GLYPHS.get(kind, ("·", "dim")) if kind else (" ", "")
             line.append(glyph, style=style)
         console.print(line, no_wrap=True, crop=False)
     marks = [" "] * width
-    for col in first_audio_columns(records, width):
+    for col in first_audio_columns(digest, width):
         marks[col] = "▲"
     console.print(Text(f"{'first audio':<{LABEL}}" + "".join(marks), style="green"), no_wrap=True, crop=False)
     console.print(Text(" " * LABEL + axis(total, width), style="dim"), no_wrap=True, crop=False)
@@ -115,14 +83,14 @@ def render(records: list[dict[str, Any]], console) -> None:
     for name, justify in [("loop", "left"), ("kind", "left"), ("units", "right"), ("total ms", "right"),
                           ("mean ms", "right"), ("batch size", "left")]:
         table.add_column(name, justify=justify)
-    for row in summary_rows(records):
-        table.add_row(*row)
+    for row in summary_rows(digest):
+        table.add_row(*map(text, row))
     console.print(table)
     figures = Table(box=None, show_header=False)
     figures.add_column(style="bold")
     figures.add_column()
-    for name, value in request_figures(records):
-        figures.add_row(name, value)
+    for name, value in request_figures(digest):
+        figures.add_row(name, text(value))
     console.print(figures)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import json
+import io
+import sys
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -66,8 +68,8 @@ def run(
     recorder = Recorder()
     job = SpeakJob(resolve_text(text), model, request, plan, 1, trace, quiet=True, subscribers=[recorder])
     outcome, router, _ = run_job(job, view_factory=lambda engine: RunView(engine, None))
-    if recorder.records:
-        render_records(recorder.records)
+    if recorder.digest.num_records:
+        render_digest(recorder.digest)
     exit_with(outcome)
 
 
@@ -78,9 +80,10 @@ def show(file: Annotated[str, typer.Argument(metavar="FILE", help="A trace writt
     \b
       omni trace show t.jsonl
     """
-    from .tracefile import read_trace
+    from .tracedigest import TraceDigest
+    from .tracereader import iter_trace
 
-    render_records(read_trace(file))
+    render_digest(TraceDigest.of(iter_trace(file)))
 
 
 @app.command("export")
@@ -97,30 +100,60 @@ def export(
     \b
       omni trace export t.jsonl --chrome -o t.json
     """
-    from pathlib import Path
-
-    from .chrome import chrome_trace
+    from .chrome import write_chrome
     from .errors import CliError
-    from .outputs import refuse_existing
-    from .tracefile import read_trace
+    from .tracedigest import TraceDigest
+    from .tracereader import iter_trace
 
     if not chrome:
         raise CliError("choose a format: --chrome")
-    document = chrome_trace(read_trace(file))
-    text = json.dumps(document, ensure_ascii=False)
+    digest = TraceDigest.of(iter_trace(file))  # every record checked before anything is written
     if output == "-":
-        typer.echo(text)
+        write_chrome(file, digest, sys.stdout)
         return
-    refuse_existing(Path(output), force)
-    try:
-        Path(output).write_text(text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot write {output}: {exc.strerror or exc}", 1) from exc
+    with open_export(output, file, force) as out:
+        write_chrome(file, digest, out)
 
 
-def render_records(records) -> None:
-    from rich.console import Console
-
+def render_digest(digest) -> None:
+    from .term import stdout_console
     from .timeline import render
 
-    render(records, Console(highlight=False))
+    render(digest, stdout_console())
+
+
+@contextmanager
+def open_export(output: str, source: str, force: bool):
+    """The export's file, checked like every output (claims.py), never the trace it is made from."""
+    import os
+    from pathlib import Path
+
+    from .claims import claim_outputs, open_pipe
+    from .errors import FAILURE, USAGE, CliError
+    from .outputs import is_pipe
+
+    claims = claim_outputs([("-o", Path(output), False)], force, lambda name: False, stdout_fd=None)
+    if os.path.realpath(output) == os.path.realpath(source) or (
+            os.path.exists(output) and os.path.samefile(output, source)):
+        raise CliError(f"-o {output} is the trace being exported; give another file", USAGE)
+
+    def opener():
+        if is_pipe(Path(output)):
+            return io.TextIOWrapper(open_pipe(Path(output)), encoding="utf-8")
+        return open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+
+    try:
+        out = claims.open_all({"-o": opener})["-o"]
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}", FAILURE) from exc
+    try:
+        yield out
+        out.close()
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}", FAILURE) from exc
+    finally:
+        if not out.closed:
+            try:
+                out.close()
+            except OSError:
+                pass  # the write error above is the one to report

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
 from typing import Any
 
-from .errors import FAILURE, USAGE, CliError
+from .errors import FAILURE, CliError
 from .outputs import refuse_existing
-
-WORK_UNIT_KEYS = ("request_id", "loop", "kind", "step", "batch_size", "start_s", "dur_s")
 
 
 def run_record(engine, card_arg: str, program: str | None, settings: dict[str, Any],
@@ -32,16 +31,30 @@ class TraceWriter:
     """Appends one JSON object per line and flushes it, so a crash leaves every record so far."""
 
     def __init__(self, path: str, force: bool):
+        from .claims import open_pipe
+        from .outputs import is_pipe
+
         self.path = Path(path)
         refuse_existing(self.path, force)
         try:
-            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            if is_pipe(self.path):  # a FIFO: never wait forever for a reader
+                self._file = io.TextIOWrapper(open_pipe(self.path), encoding="utf-8")
+            else:
+                self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
         except OSError as exc:
             raise CliError(f"cannot write {path}: {exc.strerror or exc}", FAILURE) from exc
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
+        line = json.dumps(record, ensure_ascii=False)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (TEXT from a non-UTF-8 argv): escape it, stay readable
+            line = json.dumps(record)
+        try:
+            self._file.write(line + "\n")
+            self._file.flush()
+        except OSError as exc:  # a full disk or device (/dev/full): name the file
+            raise CliError(f"cannot write {self.path}: {exc.strerror or exc}", FAILURE) from exc
 
     def __call__(self, event) -> None:
         self.write(event.to_json())
@@ -52,46 +65,22 @@ class TraceWriter:
                     "text": utt.text, "path": utt.path})
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:
+            pass  # every record was flushed as it was written, or its write already failed and said so
 
 
 class Recorder:
-    """Keeps every trace event as its JSON record, for `omni trace TEXT`."""
+    """Takes every trace event into a digest, for `omni trace TEXT` to draw."""
 
     def __init__(self) -> None:
-        self.records: list[dict[str, Any]] = []
+        from .tracedigest import TraceDigest
+
+        self.digest = TraceDigest()
 
     def write(self, record: dict[str, Any]) -> None:
-        self.records.append(record)
+        self.digest.add("<run>", record)
 
     def __call__(self, event) -> None:
-        self.records.append(event.to_json())
-
-
-def read_trace(path: str) -> list[dict[str, Any]]:
-    """Every record of a trace file; a line that is not a JSON object is an error naming the line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{path}: not a trace file (not UTF-8 text)", USAGE) from exc
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}", FAILURE) from exc
-    records = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(text.splitlines()) and not text.endswith("\n"):
-                break  # a run killed mid-write leaves a partial last line
-            raise CliError(f"{path}:{number}: not JSON ({exc.msg})", USAGE) from exc
-        if not isinstance(record, dict) or "event" not in record:
-            raise CliError(f"{path}:{number}: not a trace record (no `event` key)", USAGE)
-        if record["event"] == "work_unit" and any(k not in record for k in WORK_UNIT_KEYS):
-            missing = ", ".join(k for k in WORK_UNIT_KEYS if k not in record)
-            raise CliError(f"{path}:{number}: work_unit record lacks {missing}", USAGE)
-        records.append(record)
-    if not records:
-        raise CliError(f"{path}: empty trace", USAGE)
-    return records
+        self.write(event.to_json())

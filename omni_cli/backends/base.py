@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -39,6 +39,7 @@ class ThinkerPrompt:
 class ARStepInput:
     """One request's input to one AR step (prefill or token)."""
 
+    state_field: ClassVar[str] = "cache"  # the per-request state a placed component keeps on its side
     cache: Any  # per-request state made by `new_cache`: KV cache, positions, rope deltas
     token_ids: list[int]  # tokens consumed by this step (prefill: the prompt; decode: [previous token])
     prefill: Any = None  # backend payload for a prefill that is not plain tokens (talker conditioning)
@@ -58,6 +59,7 @@ class ARStepOutput:
 class VocoderChunkInput:
     """One request's input to one vocoder chunk: codes [start, end) plus whatever context it needs."""
 
+    state_field: ClassVar[str] = "state"  # the per-request state a placed component keeps on its side
     state: Any  # per-request state made by `new_state`: left context, noise, overlap
     codes: Sequence[int]  # every code received so far (the loop never copies it)
     start: int

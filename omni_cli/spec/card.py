@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import IssueList
+from .placement import PlacementSpec, check_placement
 from .schema import bounded, load_dataclass
 from .yaml_source import Located
 
@@ -83,6 +84,7 @@ class CardSpec:
     defaults: DefaultsSpec = field(default_factory=DefaultsSpec)
     limits: LimitsSpec = field(default_factory=LimitsSpec)
     batching: BatchingSpec = field(default_factory=BatchingSpec)
+    placement: dict[str, PlacementSpec] = field(default_factory=dict)  # component -> where it runs; absent: inline
     source: str = field(default="<memory>", init=False)  # the file it came from
     located: Located | None = field(default=None, init=False, repr=False)  # for file:line in later checks
 
@@ -129,5 +131,6 @@ def load_card(src: Located) -> CardSpec:
         issues.add(src.line("components"), "components", "text_to_speech needs one thinker, one talker and one vocoder")
     if card.defaults.voice is not None and card.defaults.voice not in card.voices:
         issues.add(src.line("defaults.voice"), "defaults.voice", f"unknown voice (card voices: {', '.join(card.voices) or 'none'})")
+    check_placement(card.placement, {n: c.backend for n, c in card.components.items()}, issues, src.line)
     issues.raise_if_any()
     return card

@@ -10,6 +10,7 @@ THIRD_PARTY = {  # where each heavy or UI dependency may be imported
     "yaml": {"spec"}, "soundfile": {"audio"},
     "torch": {"backends/hf"}, "transformers": {"backends/hf"}, "tokenizers": {"backends/hf"},
     "starlette": {"serve"}, "uvicorn": {"serve"}, "anyio": {"serve"},
+    "ray": {"engine/executors/ray.py"},
 }
 
 
@@ -60,7 +61,7 @@ def test_heavy_and_ui_dependencies_stay_in_their_layer():
         rel = path.relative_to(PACKAGE).as_posix()
         for top, _ in imported(tree, path):
             homes = THIRD_PARTY.get(top)
-            if homes is not None and not any(rel.startswith(h + "/") for h in homes):
+            if homes is not None and not any(rel == h or rel.startswith(h + "/") for h in homes):
                 problems.append(f"{rel} imports {top}")
     assert not problems, problems
 
@@ -69,7 +70,7 @@ def _imports_after(code):
     import subprocess
     import sys
 
-    probe = f"import sys; {code}; print(sorted(m for m in ('torch', 'transformers', 'rich', 'typer') if m in sys.modules))"
+    probe = f"import sys; {code}; print(sorted(m for m in ('torch', 'transformers', 'rich', 'typer', 'ray') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
     return out.stdout.strip()
 
@@ -91,3 +92,8 @@ def test_the_cli_imports_no_server_until_omni_serve_runs():
 
 def test_the_default_path_imports_no_torch():
     assert _imports_after("from omni_cli.api import load; load()") == "[]"
+
+
+def test_ray_is_imported_only_when_a_component_is_placed_on_it():
+    """The executors, Ray's included, load without Ray: inline, thread and process runs never start it."""
+    assert _imports_after("import omni_cli.engine.executors, omni_cli.engine.executors.ray") == "[]"

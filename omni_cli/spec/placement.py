@@ -67,8 +67,10 @@ def override_placement(placement: dict[str, PlacementSpec], text: str, component
     text = text.strip()
     pairs = [p.strip() for p in text.split(",")] if "=" in text else [f"{n}={text}" for n in components]
     for pair in pairs:
-        name, _, kind = pair.partition("=")
+        name, equals, kind = pair.partition("=")
         name, kind = name.strip(), kind.strip()
+        if not equals:
+            raise _cli_error(f"expected KIND or NAME=KIND,NAME=KIND, got {pair!r}")
         if name not in out:
             raise _cli_error(f"unknown component {name!r} (components: {', '.join(components)})")
         if kind not in EXECUTORS:

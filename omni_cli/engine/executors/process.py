@@ -1,0 +1,93 @@
+"""process: the component is built from the card in a child process; calls go down a pipe.
+
+A `ProcessPoolExecutor` of one spawned worker gives the pipe, the pickling and the reader thread that
+completes each future; its single worker takes calls in order. The worker keeps its requests' states
+(a KV cache stays in the child), ignores SIGINT (the engine decides how a run stops, and cancels
+between steps), and a child that dies fails the call in flight and every later one with one line.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from ..executor import BatchOutcome, Executor
+from .failures import WorkerDied, cancelled_future, first_line, translated
+from .handles import StateTracker
+from .worker import ComponentWorker, WorkerSpec, portable, thread_environment
+
+START_TIMEOUT_S = 120.0
+
+_worker: ComponentWorker | None = None  # in the child: the one component it serves
+_start_error: BaseException | None = None
+
+
+def _start(spec: WorkerSpec) -> None:
+    global _worker, _start_error
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _worker = ComponentWorker(spec)
+    except BaseException as exc:  # reported by the first call, with the card's own message
+        _start_error = portable(exc)
+
+
+def _call(method: str, *args: Any) -> Any:
+    if _worker is None:
+        raise _start_error or RuntimeError("the worker did not start")
+    return getattr(_worker, method)(*args)
+
+
+class ProcessExecutor(Executor):
+    kind = "process"
+
+    def __init__(self, name: str, spec: WorkerSpec):
+        self.name = name
+        self._tracker = StateTracker(ship=True)
+        self._dead: WorkerDied | None = None
+        saved = {k: os.environ.get(k) for k in thread_environment(spec.num_threads)}
+        # the child reads the thread variables when it imports numpy, before our initializer runs
+        os.environ.update(thread_environment(spec.num_threads))
+        try:
+            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_start, initargs=(spec,))
+            first = self._pool.submit(_call, "live_states", [])
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        try:
+            first.result(timeout=START_TIMEOUT_S)
+        except BaseException:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+    def submit(self, kind: str, inputs: list[Any]) -> Future[BatchOutcome]:
+        if self._dead is not None:
+            return cancelled_future(self._dead)
+        try:
+            inner = self._pool.submit(_call, "run", kind, self._tracker.outbound(inputs), self._tracker.take_released())
+        except (BrokenProcessPool, RuntimeError) as exc:
+            return cancelled_future(self._died(exc))
+        return translated(inner, self._describe)
+
+    def live_states(self) -> int:
+        return self._pool.submit(_call, "live_states", self._tracker.take_released()).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _describe(self, exc: BaseException) -> str | None:
+        if isinstance(exc, BrokenProcessPool):
+            return str(self._died(exc))
+        return None
+
+    def _died(self, exc: BaseException) -> WorkerDied:
+        if self._dead is None:
+            self._dead = WorkerDied(f"{self.name}: its worker process died ({first_line(exc)})")
+        return self._dead

@@ -1,0 +1,84 @@
+"""The far side of a placed component: built from the card where it runs, it keeps its requests' states.
+
+A process worker and a Ray actor both hold one `ComponentWorker`. It builds the whole backend from the
+card (a talker's hand-off helpers read thinker weights) and keeps the one component it serves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import time
+from typing import Any
+
+from ...program.backends import settings_schema
+from ...program.compiler import build_components, component_params
+from ..executor import BatchOutcome, run_batch
+from .handles import StateTable
+
+# the variables the usual intra-op pools read when they start (OpenMP, OpenBLAS, MKL): set before import
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker needs to build its component, picklable: the card, settings, which component."""
+
+    card: Any  # CardSpec
+    settings: dict[str, Any]
+    component: str
+    device: str | None = None
+    num_threads: int = 0
+
+    def build_settings(self) -> dict[str, Any]:
+        """The engine's backend settings, with this component's device where the backend takes one."""
+        backend = self.card.components[self.component].backend
+        takes_device = "device" in {f.name for f in dataclasses.fields(settings_schema(backend))}
+        if self.device is None or not takes_device:
+            return dict(self.settings)
+        return {**self.settings, "device": self.device}
+
+
+def thread_environment(num_threads: int) -> dict[str, str]:
+    """The environment a worker process starts with to get `num_threads` intra-op threads (0: unchanged)."""
+    return {name: str(num_threads) for name in THREAD_VARIABLES} if num_threads else {}
+
+
+class ComponentWorker:
+    """Runs one component's batches on the worker's side, with its requests' states kept here."""
+
+    def __init__(self, spec: WorkerSpec):
+        # before the backend imports its libraries: their thread pools read these once, at start
+        os.environ.update(thread_environment(spec.num_threads))
+        components = build_components(spec.card, component_params(spec.card), spec.build_settings())
+        self.name = spec.component
+        self.component = components[spec.component]
+        self.table = StateTable()
+
+    def run(self, kind: str, inputs: list[Any], released: list[int]) -> BatchOutcome:
+        self.table.release(released)
+        start = time.perf_counter()  # CLOCK_MONOTONIC: the same clock as the driver's on one machine
+        try:
+            resolved = self.table.inbound(inputs)
+        except Exception as exc:  # a handle without its state: every request of the batch fails alone
+            return BatchOutcome([exc] * len(inputs), start, time.perf_counter() - start)
+        outputs = run_batch(self.component, kind, resolved)
+        dur = time.perf_counter() - start
+        return BatchOutcome([portable(o) for o in outputs], start, dur)
+
+    def live_states(self, released: list[int]) -> int:
+        """How many requests' states this component holds (after freeing `released`)."""
+        self.table.release(released)
+        return len(self.table)
+
+
+def portable(output: Any) -> Any:
+    """An output that crosses back to the driver; an exception that cannot be pickled becomes its text."""
+    if not isinstance(output, BaseException):
+        return output
+    try:
+        pickle.dumps(output)
+    except Exception:
+        return RuntimeError(f"{type(output).__name__}: {output}")
+    return output

@@ -43,9 +43,16 @@ def resolve_text(text: str | None) -> str | None:
 
 
 def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None) -> tuple[Outcome, Router, RunView]:
+    engine = open_engine(job.model)
+    try:
+        return _run_on(engine, job, view_factory)
+    finally:
+        engine.close()  # workers, processes and Ray actors go with the run
+
+
+def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunView]:
     from ..spec import clean_text
 
-    engine = open_engine(job.model)
     check_voice(engine, job.request.get("voice"))
     if job.text is not None:  # a bad TEXT fails before any file is created
         clean_text(job.text, engine.program.card.limits.max_text_chars)

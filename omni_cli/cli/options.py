@@ -44,6 +44,13 @@ Dtype = Annotated[str | None, typer.Option("--dtype", rich_help_panel=MODEL,
                                               help="Weights dtype, e.g. float32, bfloat16 (hf cards only).")]
 Device = Annotated[str | None, typer.Option("--device", rich_help_panel=MODEL,
                                                help="Device, e.g. cpu, cuda (hf cards only).")]
+Placement = Annotated[str | None, typer.Option(
+    "--placement", metavar="KIND|NAME=KIND,…", rich_help_panel=MODEL,
+    help="Where components run: inline, thread, process or ray; for all (`--placement ray`) or some "
+         "(`thinker=process,vocoder=thread`). Default: the card's `placement`, else inline.")]
+RayAddress = Annotated[str | None, typer.Option(
+    "--ray-address", metavar="auto|HOST:PORT", rich_help_panel=MODEL,
+    help="Join this Ray cluster for components placed on ray; default: start a local Ray.")]
 Policy_ = Annotated[Policy, typer.Option("--policy", rich_help_panel=MODEL, help="Scheduling policy.")]
 Seed = Annotated[int, typer.Option("--seed", "-s", min=0, max=2**32 - 1, rich_help_panel=REQUEST,
                                    help="Sampling seed: same seed, same audio.")]

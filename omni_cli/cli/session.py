@@ -17,11 +17,15 @@ class ModelOptions:
     program: str | None = None
     policy: str = "latency-first"
     settings: dict[str, Any] = field(default_factory=dict)  # model_path, dtype, device; None = unset
+    placement: str | None = None  # --placement: KIND or NAME=KIND,… over the card's placement
+    ray_address: str | None = None  # --ray-address
 
 
 def open_engine(options: ModelOptions):
     """Compile the card and program and start an engine. Raises SpecError / CliError for bad input."""
     from ..engine import Engine
+    from ..engine.executors import placement_of
+    from ..spec.placement import check_ray_address, override_placement
     from ..program import compile_program, load_card_file, load_program_file
 
     card = load_card_file(options.card)
@@ -32,7 +36,10 @@ def open_engine(options: ModelOptions):
         raise CliError(f"{flags}: only for cards on the hf backend; card {card.model!r} runs on {', '.join(backends)}")
     program = load_program_file(options.program or card.defaults.program)
     compiled = compile_program(card, program, given)
-    return Engine(compiled, policy=options.policy)
+    placement = placement_of(compiled, None if options.placement is None else
+                             override_placement(card.placement, options.placement, list(compiled.components)))
+    address = None if options.ray_address is None else check_ray_address(options.ray_address)
+    return Engine(compiled, policy=options.policy, placement=placement, ray_address=address)
 
 
 def check_voice(engine, voice: str | None) -> None:

@@ -54,6 +54,7 @@ def speak(
     trace: o.Trace = None, force: o.Force = False,
     card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    placement: o.Placement = None, ray_address: o.RayAddress = None,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
     handoff: o.Handoff_ = None,
     allow_truncation: Annotated[bool, typer.Option(
@@ -69,7 +70,8 @@ def speak(
     from .session import ModelOptions
 
     plan = plan_outputs(output, out_dir, fmt.value if fmt else None, force, as_json)
-    model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device})
+    model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
+                         placement, ray_address)
     request = {"seed": seed, "max_tokens": max_tokens, "voice": voice,
                "mode": mode.value if mode else None, "handoff": handoff.value if handoff else None}
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,

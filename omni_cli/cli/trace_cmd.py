@@ -43,6 +43,7 @@ def run(
     trace: o.Trace = None, force: o.Force = False,
     card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    placement: o.Placement = None, ray_address: o.RayAddress = None,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
     handoff: o.Handoff_ = None,
 ) -> None:
@@ -62,7 +63,8 @@ def run(
         raise typer.BadParameter("stdout carries the timeline; give a file", param_hint="-o")
     plan = plan_outputs(output, None, None, force, False)
     plan.stdout_free = False  # stdout is the timeline's, not the thinker's text
-    model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device})
+    model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
+                         placement, ray_address)
     request = {"seed": seed, "max_tokens": max_tokens, "voice": voice,
                "mode": mode.value if mode else None, "handoff": handoff.value if handoff else None}
     recorder = Recorder()

@@ -1,0 +1,65 @@
+"""What a placement costs: the hand-off of one call to each executor, beside the component's own time."""
+
+from __future__ import annotations
+
+import pickle
+import statistics
+import time
+from dataclasses import dataclass, replace
+
+from ..backends.base import AR_PREFILL, AR_TOKEN, ARStepInput
+from ..engine.executors import close_executors, make_executors, placement_of
+from ..engine.executors.handles import StateRef
+from ..program import CompiledProgram
+from ..spec.placement import override_placement
+
+
+@dataclass
+class CallCost:
+    """Median figures of `calls` thinker decode calls, one in flight at a time, on one executor kind."""
+
+    kind: str
+    calls: int
+    call_s: float  # from submit to the result in the driver's hands
+    component_s: float  # the component's own time, measured where it ran
+    bytes_per_call: int  # what crosses the driver per call, pickled (inputs there, outputs back)
+
+    @property
+    def overhead_s(self) -> float:
+        return max(self.call_s - self.component_s, 0.0)
+
+    def summary(self) -> dict:
+        return {"placement": self.kind, "calls": self.calls, "call_us": self.call_s * 1e6,
+                "component_us": self.component_s * 1e6, "overhead_us": self.overhead_s * 1e6,
+                "bytes_per_call": self.bytes_per_call}
+
+
+def placed(program: CompiledProgram, kind: str):
+    """Every component of `program` on executor `kind`, the card's devices and resources kept."""
+    return placement_of(program, override_placement(program.card.placement, kind, list(program.components)))
+
+
+def call_cost(program: CompiledProgram, kind: str, calls: int = 200) -> CallCost:
+    """Time `calls` one-token thinker steps through a `kind` executor (the first, a prefill, is not counted)."""
+    executors = make_executors(program, placed(program, kind))
+    try:
+        name, thinker = next((n, c) for n, c in program.components.items() if c.role == "thinker")
+        executor = executors[name]
+        prompt = thinker.encode("the quick brown fox", "echo").prefill_ids
+        cache = thinker.new_cache()
+        first = executor.submit(AR_PREFILL, [ARStepInput(cache, list(prompt))]).result()
+        token = int(first.outputs[0].logits.argmax())
+        walls, durs = [], []
+        outcome = first
+        for _ in range(min(calls, thinker.max_positions - len(prompt) - 2)):
+            step = [ARStepInput(cache, [token])]
+            start = time.perf_counter()
+            outcome = executor.submit(AR_TOKEN, step).result()
+            walls.append(time.perf_counter() - start)
+            durs.append(outcome.dur_s)
+        # in another process a step's state travels as a handle: the KV cache stays there
+        sent = pickle.dumps([replace(step[0], cache=StateRef(0))]) if kind in ("process", "ray") else b""
+        back = pickle.dumps(outcome.outputs) if kind in ("process", "ray") else b""
+    finally:
+        close_executors(executors)
+    return CallCost(kind, len(walls), statistics.median(walls), statistics.median(durs), len(sent) + len(back))

@@ -24,9 +24,9 @@ class ModelOptions:
 def open_engine(options: ModelOptions):
     """Compile the card and program and start an engine. Raises SpecError / CliError for bad input."""
     from ..engine import Engine
-    from ..engine.executors import placement_of
-    from ..spec.placement import check_ray_address, override_placement
+    from ..engine.executors import make_executors, placement_of
     from ..program import compile_program, load_card_file, load_program_file
+    from ..spec.placement import check_ray_address, override_placement
 
     card = load_card_file(options.card)
     given = {k: v for k, v in options.settings.items() if v is not None}
@@ -39,7 +39,7 @@ def open_engine(options: ModelOptions):
     placement = placement_of(compiled, None if options.placement is None else
                              override_placement(card.placement, options.placement, list(compiled.components)))
     address = None if options.ray_address is None else check_ray_address(options.ray_address)
-    return Engine(compiled, policy=options.policy, placement=placement, ray_address=address)
+    return Engine(compiled, policy=options.policy, executors=make_executors(compiled, placement, ray_address=address))
 
 
 def check_voice(engine, voice: str | None) -> None:

@@ -17,8 +17,8 @@ def ray_cluster():
     """Ray for real (the `ray` extra), not a mock: one local cluster for every test that asks for it."""
     import ray
 
-    # logical CPUs: three 1-CPU actors must fit on a 2-core CI machine (they mostly wait on each other)
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    # logical CPUs: two sets of three 1-CPU actors must fit on a 2-core CI machine (they mostly wait)
+    ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     yield ray
     ray.shutdown()
 

@@ -79,6 +79,11 @@ class ProcessExecutor(Executor):
     def live_states(self) -> int:
         return self._pool.submit(_call, "live_states", self._tracker.take_released()).result()
 
+    def kill(self) -> None:
+        """End the worker now, as a crash would (tests: a request in flight must fail, not hang)."""
+        for process in list(self._pool._processes.values()):  # the pool keeps its children by pid
+            process.kill()
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 

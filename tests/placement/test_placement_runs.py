@@ -1,0 +1,138 @@
+"""Every placement runs the same requests to the same tokens and samples, releases every state, fails cleanly."""
+
+from __future__ import annotations
+
+import random
+import signal
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from conftest import KINDS, placed
+
+from omni_cli.engine import Engine, WorkUnitEvent
+from omni_cli.engine.executors import WorkerDied, make_executors
+from omni_cli.spec import SpeakRequest
+from omni_cli.spec.stream import RequestStatus
+
+MIX = [
+    SpeakRequest("Hello, world", seed=1),
+    SpeakRequest("A somewhat longer sentence, to make the lengths ragged.", seed=2, voice="tenor"),
+    SpeakRequest("Ünïcödé and 日本語 text", seed=3),
+    SpeakRequest("Answer me", mode="chat", seed=4, max_tokens=9),
+    SpeakRequest("Hello, world", seed=5, handoff="barrier"),
+]
+
+
+@contextmanager
+def deadline(seconds: int):
+    """Nothing may hang: past `seconds` the test fails instead of waiting forever."""
+    def expired(*_):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run(program, executors, requests, trace=None, **options):
+    engine = Engine(program, executors=executors, **options)
+    if trace is not None:
+        engine.subscribe(trace.append)
+    handles = [engine.submit(r, collect=True) for r in requests]
+    with deadline(120):
+        for _ in engine.events():
+            pass
+    return engine, [h.result() for h in handles]
+
+
+@pytest.fixture(scope="module")
+def inline_results(toy):
+    return run(toy, None, MIX)[1]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_placement_makes_inline_s_tokens_and_samples(toy, executors, inline_results, kind):
+    engine, results = run(toy, executors(kind), MIX)
+    for a, b in zip(inline_results, results, strict=True):
+        assert b.status is RequestStatus.FINISHED, b.error
+        assert a.tokens == b.tokens and a.text == b.text
+        assert np.array_equal(a.samples, b.samples)
+        assert all(len(t) > 0 for t in a.tokens.values()) and a.samples.size > 0  # empty is never parity
+    assert engine.stats.batched_calls < engine.stats.work_units  # batches formed there too
+    alone = run(toy, executors(kind), MIX[1:2])[1][0]  # a request alone on the executor, as inline alone
+    assert alone.tokens == inline_results[1].tokens and np.array_equal(alone.samples, inline_results[1].samples)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stages_overlap_in_the_trace(toy, executors, kind):
+    trace: list = []
+    run(toy, executors(kind), MIX[:3], trace)
+    units = sorted((e for e in trace if isinstance(e, WorkUnitEvent)), key=lambda e: e.start_s)
+    overlapping = {(a.loop, b.loop) for i, a in enumerate(units) for b in units[i + 1:i + 40]
+                   if a.loop != b.loop and b.start_s < a.start_s + a.dur_s}
+    assert overlapping, "no two WorkUnits of different components ran at the same time"
+    by_loop: dict[str, list] = {}
+    for e in units:  # one call per component in flight: a component's own calls never overlap
+        by_loop.setdefault(e.loop, []).append((e.start_s, e.start_s + e.dur_s))
+    for spans in by_loop.values():
+        calls = sorted(set(spans))
+        assert all(end <= nxt for (_, end), (nxt, _) in zip(calls, calls[1:], strict=False)), calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_random_cancellations_leave_no_state_anywhere(toy, executors, kind):
+    """200 requests, a third cancelled at a random step: every component ends holding no request state."""
+    rng = random.Random(13)
+    placed_executors = executors(kind)
+    engine = Engine(toy, executors=placed_executors, max_batch=8)
+    texts = ["Hi.", "Hello there", "One two three", "Good night, moon"]
+    handles = []
+    with deadline(300):
+        for i in range(200):
+            handles.append(engine.submit(SpeakRequest(rng.choice(texts), seed=i, handoff=rng.choice(["stream", "barrier"]))))
+            doomed = [h for h in handles if h.status.is_done is False and rng.random() < 0.02]
+            for h in doomed:
+                h.cancel()
+            while engine.num_active >= 8:
+                engine.step()
+        live_mid_run = placed_executors["talker"].live_states()
+        while not engine.is_idle:
+            engine.step()
+    statuses = [h.status for h in handles]
+    assert statuses.count(RequestStatus.CANCELLED) > 20 and statuses.count(RequestStatus.FINISHED) > 20
+    assert set(statuses) == {RequestStatus.CANCELLED, RequestStatus.FINISHED}
+    assert engine.budget.reserved == 0
+    assert live_mid_run > 0  # the worker really held the running requests' states
+    assert {name: ex.live_states() for name, ex in placed_executors.items()} == dict.fromkeys(toy.components, 0)
+
+
+@pytest.mark.parametrize("kind", ["process", "ray"])
+def test_a_worker_killed_mid_request_fails_its_requests_and_nothing_hangs(toy, kind, request):
+    if kind == "ray":
+        request.getfixturevalue("ray_cluster")
+    executors = make_executors(toy, placed(toy, kind))
+    engine = Engine(toy, executors=executors)
+    handles = [engine.submit(r) for r in MIX[:3]]
+    try:
+        with deadline(120):
+            while engine.stats.work_units < 30:  # every request is past its prefills
+                engine.step()
+            executors["talker"].kill()
+            for _ in engine.events():
+                pass
+        assert all(h.status.is_done for h in handles)
+        failed = [h for h in handles if h.status is RequestStatus.FAILED]
+        assert failed, [h.status for h in handles]
+        died = f"talker: its {'worker process' if kind == 'process' else 'Ray actor'} died"
+        assert all(died in h._request.error for h in failed), [h._request.error for h in failed]
+        assert engine.budget.reserved == 0
+        with pytest.raises(WorkerDied, match=died):  # a later call fails at once, never waits
+            executors["talker"].submit("ar_token", []).result(timeout=5)
+    finally:
+        engine.close()

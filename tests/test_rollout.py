@@ -148,3 +148,25 @@ def test_the_bench_measures_recording_on_the_same_audio(toy):
     assert [r["concurrency"] for r in rows] == [1, 2] and all(r["work_units"] > 20 for r in rows)
     for r in rows:  # a difference of two measured figures: its sign is the machine's, not ours
         assert r["recording_us_per_unit"] == r["rollout_us_per_unit"] - r["serve_us_per_unit"]
+
+
+def test_a_failed_sample_keeps_what_it_recorded_and_says_so(tmp_path, monkeypatch):
+    program = load()  # its own components: one of them is made to fail
+    vocoder, calls = program.components["vocoder"], []
+    run = vocoder.run
+
+    def third_call_fails(kind, inputs):
+        calls.append(kind)
+        if len(calls) == 3:
+            raise RuntimeError("boom")
+        return run(kind, inputs)
+
+    monkeypatch.setattr(vocoder, "run", third_call_fails)
+    infos = rollout(Engine(program), parse_prompts([TEXTS[0]]), 2, tmp_path, concurrency=1)
+    assert sorted(i.status for i in infos) == ["failed", "finished"]
+    failed, finished = sorted(load_run(tmp_path), key=lambda s: s.meta["status"])
+    assert failed.meta["error"] == "vocoder: boom" and len(failed.loops["vocoder"]["start_code"]) == 2
+    assert failed.audio.size == failed.loops["vocoder"]["num_samples"].sum() > 0
+    monkeypatch.setattr(vocoder, "run", run)
+    for sample, rescored in zip([failed, finished], score(Engine(program), [failed, finished]), strict=True):
+        assert compare(sample, rescored).bit_equal  # what a failed sample recorded re-scores too

@@ -16,8 +16,8 @@ HELP = """Rollouts for reinforcement learning: samples with each step's log-prob
 
 \b
   omni rollout prompts.txt --samples 8 --out runs/a/
-  omni rollout score runs/a/                       recompute them: must match
-  omni rollout score runs/a/ --card new.yaml --out runs/a-new/   same tokens, new weights
+  omni rollout score runs/a/                 recompute them: they must match
+  omni rollout score runs/a/ -c new.yaml -o runs/b/   new weights, same tokens
 
 `omni rollout PROMPTS` is short for `omni rollout run PROMPTS`.
 """

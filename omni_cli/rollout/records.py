@@ -53,9 +53,13 @@ def save_sample(path: Path, sample: Sample) -> None:
     arrays[META_KEY] = np.array(json.dumps(sample.meta, sort_keys=True))
     arrays[AUDIO_KEY] = np.asarray(sample.audio, dtype=np.float32)
     partial = path.with_name(path.name + ".partial")
-    with open(partial, "wb") as f:
-        np.savez(f, **arrays)
-    partial.replace(path)
+    try:
+        with open(partial, "wb") as f:
+            np.savez(f, **arrays)
+        partial.replace(path)
+    except BaseException:  # Ctrl-C or a full disk mid-write: no half file left behind
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def load_sample(path: str | Path) -> Sample:

@@ -51,7 +51,8 @@ def rollout(engine: Engine, prompts: Sequence[Prompt], samples: int, out_dir: Pa
     """Run `samples` samples of every prompt (up to `concurrency` at once) and save each to `out_dir`.
 
     Every request is checked (text, voice, …) before the first one runs: a bad prompt raises SpecError
-    and nothing is written. Returns one SampleInfo per sample, in the order they finished.
+    and nothing is written. Returns one SampleInfo per sample, in the order they finished. It drives
+    `engine` and reads its events: give it an engine of its own.
     """
     jobs: deque[tuple[int, int, SpeakRequest]] = deque()
     for i, prompt in enumerate(prompts):

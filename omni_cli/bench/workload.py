@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..backends.base import AUDIO_CHUNK
 from ..engine import Engine
 from ..engine.request import RequestHandle, RequestResult
 from ..program import CompiledProgram
@@ -61,6 +62,8 @@ class BenchResult:
     digests: list[str] = field(default_factory=list)  # per request: a hash of its samples, to compare outputs
     outputs: list[RequestResult] = field(default_factory=list)  # per request, with run_workload(keep_outputs=True)
     stall_s: list[float] = field(default_factory=list)  # per request: see PlaybackClock
+    overhead_s: float | None = None  # the engine's own time (not in or waiting on components), in all
+    critical_s: list[float] = field(default_factory=list)  # per request: see FirstChunkPath
 
     def summary(self) -> dict[str, Any]:
         audio_total = sum(self.audio_s)
@@ -73,6 +76,11 @@ class BenchResult:
             "audio_s_per_wall_s": audio_total / self.wall_s if self.wall_s else None,
             "work_units_per_s": self.work_units / self.wall_s if self.wall_s and self.work_units else None,
             "overhead_us_per_unit": None if self.overhead_per_unit_s is None else self.overhead_per_unit_s * 1e6,
+            # the engine's own time as a share of the wall time per WorkUnit (= of the whole run's wall time)
+            "overhead_share": None if self.overhead_s is None or not self.wall_s else self.overhead_s / self.wall_s,
+            "critical_p50_s": _quantile(self.critical_s, 0.5),
+            "ttfa_over_critical_p50": _quantile([t / c for t, c in zip(self.ttfa_s, self.critical_s, strict=False) if c > 0]
+                                                if len(self.ttfa_s) == len(self.critical_s) else [], 0.5),
             "peak_reserved_mib": None if self.peak_reserved_bytes is None else self.peak_reserved_bytes / 2**20,
             "max_rss_mib": self.max_rss_bytes / 2**20,
             "audio_s_total": audio_total, "wall_s": self.wall_s,
@@ -106,11 +114,32 @@ class PlaybackClock:
         self.played_until = max(self.played_until, now) + duration_s
 
 
+class FirstChunkPath:
+    """Per request, the component time of its own WorkUnits up to and including its first audio chunk:
+    the thinker prefill and steps, the talker steps and the first vocoder chunk that first audio waits
+    on. (A thinker step that ran ahead in the same tick counts too: on one thread it delays the first
+    chunk just the same.) TTFA / this is how close first audio comes to its physical limit."""
+
+    def __init__(self) -> None:
+        self.path_s: dict[str, float] = {}
+        self._done: set[str] = set()
+
+    def on_event(self, event: Any) -> None:
+        rid = event.request_id
+        if event.event != "work_unit" or rid in self._done:
+            return
+        self.path_s[rid] = self.path_s.get(rid, 0.0) + event.dur_s
+        if event.kind == AUDIO_CHUNK:
+            self._done.add(rid)
+
+
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
                  keep_outputs: bool = False) -> BenchResult:
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
     keep_outputs: also return each request's tokens and waveform (to compare with a reference)."""
     engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch)
+    path = FirstChunkPath()
+    engine.subscribe(path.on_event)  # as `omni speak`'s view does: the trace events are part of the cost
     pending = workload.requests()
     hashes: dict[str, Any] = {}
     handles: dict[str, RequestHandle] = {}
@@ -145,4 +174,5 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
         digests=[hashes[rid].hexdigest() for rid in order],
         outputs=[handles[rid].result() for rid in order] if keep_outputs else [],
         stall_s=[clocks[rid].stall_s for rid in order],
+        overhead_s=engine.stats.overhead_s, critical_s=[path.path_s.get(rid, 0.0) for rid in order],
     )

@@ -15,6 +15,7 @@ from .app import ServeContext, ServeOptions, create_app
 # a backstop: h11 stops buffering a header block past this; the app refuses anything over its own, smaller
 # cap (ServeOptions.max_header_bytes) with an OpenAI-shaped 431
 MAX_HEADER_BYTES = 64 << 10
+SWITCH_INTERVAL_S = 0.0005
 
 
 def uvicorn_config(app, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
@@ -27,7 +28,9 @@ def uvicorn_config(app, host: str, port: int, log_level: str = "warning") -> uvi
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket; port 0 takes a free one. Raises OSError (in use, no permission) with its reason."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto named: asyncio sets TCP_NODELAY only on IPPROTO_TCP sockets, and without it Nagle holds a
+    # response's second write (its body after its headers) for the client's delayed ACK, 40 ms
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -42,6 +45,11 @@ def bind(host: str, port: int) -> socket.socket:
 def serve_forever(engine: Engine, card_name: str, options: ServeOptions, sock: socket.socket,
                   log_level: str = "warning") -> None:
     """Serve on `sock` until SIGINT/SIGTERM (uvicorn's handlers: finish open responses, then stop)."""
+    import sys
+
+    # two busy threads share the GIL: the engine's and the event loop's. At the default 5 ms switch
+    # interval a chunk ready on the engine thread can wait that long for the loop to send it
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     app, _ = create_app(engine, card_name, options)
     host, port = sock.getsockname()[:2]
     uvicorn.Server(uvicorn_config(app, host, port, log_level)).run(sockets=[sock])

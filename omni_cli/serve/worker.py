@@ -185,13 +185,24 @@ class EngineWorker:
         self.engine.cancel(request_id)
 
     def _route(self, events: list[StreamEvent]) -> None:
+        # one hand-over per loop and tick, not one per event: each wakes the loop and trades the GIL
+        batches: dict[asyncio.AbstractEventLoop, list] = {}
         for event in events:
             ticket = self._routes.get(event.request_id)
             if ticket is None:
                 continue
             if isinstance(event, RequestDone):
                 del self._routes[event.request_id]
-            self._send(ticket, event)
+            batches.setdefault(ticket.loop, []).append((ticket, event))
+        for loop, items in batches.items():
+            try:
+                loop.call_soon_threadsafe(self._deliver_many, items)
+            except RuntimeError:  # the server's loop is closed: nobody is listening any more
+                pass
+
+    def _deliver_many(self, items: list) -> None:
+        for ticket, event in items:
+            self._deliver(ticket, event)
 
     def _shutdown(self) -> None:
         for ticket in self._pending:

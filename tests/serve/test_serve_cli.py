@@ -1,0 +1,70 @@
+"""`omni serve` as people start it: a process that prints where it listens, answers, and stops on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from serve_helpers import CARD
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("OMNI_")}, "PYTHONPATH": str(ROOT),
+       "PYTHONUNBUFFERED": "1"}
+
+
+def test_omni_serve_listens_answers_and_stops_on_sigint():
+    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--port", "0", "--max-queue", "4"],
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    try:
+        line = proc.stderr.readline()
+        found = re.search(r"on http://127\.0\.0\.1:(\d+) ", line)
+        assert found, line
+        url = f"http://127.0.0.1:{found.group(1)}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                assert httpx.get(url + "/health").json()["status"] == "ok"
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        r = httpx.post(url + "/v1/audio/speech", json={"model": CARD, "input": "Hello", "response_format": "wav"})
+        assert r.status_code == 200 and r.content[:4] == b"RIFF"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+        rest = proc.stderr.read()
+        assert "Traceback" not in rest, rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+def test_a_port_in_use_is_one_line_and_exit_1():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "omni_cli.cli", "serve", "--port", str(port)],
+                              capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"omni: error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
+def test_serve_help_names_the_routes_and_the_options():
+    from typer.testing import CliRunner
+
+    from omni_cli.cli.app import app
+
+    result = CliRunner().invoke(app, ["serve", "--help"], terminal_width=80)
+    assert result.exit_code == 0
+    for needle in ("/v1/audio/speech", "/v1/chat/completions", "--api-key", "--max-queue", "--concurrency", "429"):
+        assert needle in result.output, needle

@@ -7,8 +7,9 @@ For each client count N the same N requests run twice: through the library in th
 engine, N submitted at once, TTFA from submit to the first AudioChunk the engine hands out) and
 through `omni serve` in a child process (N HTTP clients at once, raw PCM streaming, TTFA from
 sending the request to the first audio byte received). Throughput is seconds of audio per wall
-second. Head-of-line blocking: a short request sent while a long one runs, its first byte against
-the same short request alone. Both sides share this machine's cores; the ratios are what counts.
+second. Head-of-line blocking: a short request sent 50 ms into a long one, its first byte against
+the same short request alone, over HTTP and in-process (what the scheduler itself does to it).
+Both sides share this machine's cores; the ratios are what counts.
 """
 
 from __future__ import annotations
@@ -78,6 +79,24 @@ async def served(url: str, batch: list[str]) -> dict:
     return {"ttfa_s": [r[0] for r in results], "audio_s": sum(r[1] for r in results) / 2 / RATE, "wall_s": wall}
 
 
+def head_of_line_in_process(program) -> tuple[float, float]:
+    """The same two cases through the library: what the scheduler alone does to the short request."""
+    alone = in_process(program, [SHORT])["ttfa_s"][0]
+    engine = Engine(program)
+    engine.submit(SpeakRequest(LONG, seed=2))
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.05:
+        engine.step()
+        engine.poll()
+    start = time.perf_counter()
+    short = engine.submit(SpeakRequest(SHORT, seed=1)).request_id
+    for event in engine.events():
+        if isinstance(event, AudioChunk) and event.request_id == short:
+            engine.cancel_all()
+            return alone, time.perf_counter() - start
+    raise RuntimeError("the short request made no audio")
+
+
 async def head_of_line(url: str) -> tuple[float, float]:
     """(short alone, short sent 50 ms after a long one started): first-byte TTFA of the short one."""
     async with httpx.AsyncClient(base_url=url, timeout=300) as http:
@@ -117,7 +136,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     program = load(CARD)
-    proc, url = start_server(max(args.clients))
+    proc, url = start_server(max(*args.clients, 2))  # two at once at least: the head-of-line case
     rows = []
     try:
         asyncio.run(served(url, texts(2)))  # warm up both sides
@@ -136,11 +155,13 @@ def main() -> None:
             rows.append(row)
         hol = [asyncio.run(head_of_line(url)) for _ in range(args.rounds)]
         alone, behind = statistics.median(h[0] for h in hol), statistics.median(h[1] for h in hol)
+        lib_hol = [head_of_line_in_process(program) for _ in range(args.rounds)]
+        lib_alone, lib_behind = statistics.median(h[0] for h in lib_hol), statistics.median(h[1] for h in lib_hol)
     finally:
         proc.terminate()
         proc.wait(10)
     summary = {"short_alone_ttfa_ms": 1000 * alone, "short_behind_long_ttfa_ms": 1000 * behind,
-               "head_of_line_ratio": behind / alone}
+               "head_of_line_ratio": behind / alone, "lib_head_of_line_ratio": lib_behind / lib_alone}
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -151,7 +172,8 @@ def main() -> None:
         print(f"{r['clients']:>7} {r['lib_ttfa_ms']:>7.1f}ms {r['http_ttfa_ms']:>8.1f}ms {r['ttfa_ratio']:>5.2f}x "
               f"{r['lib_audio_per_s']:>12.1f} {r['http_audio_per_s']:>13.1f} {r['throughput_ratio']:>5.2f}x")
     print(f"head of line: a short request's first byte alone {1000 * alone:.1f} ms, sent while a long one runs "
-          f"{1000 * behind:.1f} ms ({behind / alone:.2f}x)")
+          f"{1000 * behind:.1f} ms ({behind / alone:.2f}x); in-process {1000 * lib_alone:.1f} ms and "
+          f"{1000 * lib_behind:.1f} ms ({lib_behind / lib_alone:.2f}x)")
 
 
 if __name__ == "__main__":

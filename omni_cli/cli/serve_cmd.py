@@ -11,20 +11,20 @@ from . import options as o
 HELP = """Serve the OpenAI speech API on one engine shared by every client.
 
 \b
-  omni serve                                  # http://127.0.0.1:8000
+  omni serve                             # http://127.0.0.1:8000
   curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\
-    -d '{"model": "qwen2_5_omni_toy", "input": "Hello", "voice": "alto",
-         "response_format": "wav"}' -o hello.wav
+    -d '{"model": "qwen2_5_omni_toy", "input": "Hello"}' -o hello.wav
 
 \b
-Routes: POST /v1/audio/speech (wav, pcm, flac, mp3, opus; "stream_format": "audio"
-streams wav/pcm bytes as they are made, "sse" or "stream": true sends
-speech.audio.delta events), POST /v1/chat/completions (modalities text+audio),
-GET /v1/audio/voices, /v1/models, /health, /metrics (Prometheus text).
-Requests from all clients run interleaved and batched; a client that disconnects
-cancels its request. Over --concurrency running and --max-queue waiting, a request
-gets 429 with Retry-After. Binds 127.0.0.1 unless --host says otherwise; with
---api-key every route but /health needs `Authorization: Bearer KEY`.
+Routes: POST /v1/audio/speech (wav, pcm, flac, mp3, opus; "stream_format":
+"audio" streams wav or pcm bytes as they are made, "sse" or "stream": true
+sends speech.audio.delta events), POST /v1/chat/completions (modalities
+text and audio), GET /v1/audio/voices, /v1/models, /health, /metrics.
+Requests from all clients run interleaved and batched; a client that
+disconnects cancels its request. Past --concurrency running and --max-queue
+waiting, a request gets 429 with Retry-After. Binds 127.0.0.1 unless --host
+says otherwise; with --api-key every route but /health needs the header
+`Authorization: Bearer KEY`.
 """
 
 

@@ -152,6 +152,12 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "program_requires_unknown_capability.yaml": (6, "requires", "lacks capability speech_to_text"),
     "program_input_not_request_slot.yaml": (7, "inputs.0", "a request fills only text, not 'prompt'"),
     "program_three_mistakes.yaml": (9, "nodes.0.colour", "unknown key"),
+    # programs that wire without error but cannot speak right (issue 12)
+    "program_vocoder_reads_thinker.yaml": (16, "nodes.5.inputs.0", "but op 'talker_to_vocoder' reads the tokens (and "
+                                                                   "states) an ar_decode loop publishes (the talker's)"),
+    "program_two_emit_audio.yaml": (19, "nodes.8", "a second 'emit_audio' node"),
+    "program_no_emit_audio.yaml": (8, "nodes", "no 'emit_audio' node"),
+    "program_no_nodes.yaml": (6, "nodes", "no 'emit_audio' node"),
 }
 
 THREE_MISTAKES = {  # file -> the keys of its three independent mistakes

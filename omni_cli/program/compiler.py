@@ -22,6 +22,7 @@ from ..spec import (
 from ..spec.errors import IssueList
 from ..spec.stream import StreamEvent
 from .backends import backend_module, params_schema, settings_schema
+from .graph_rules import check_emitters, describe, kinds_match, with_role
 from .ops import OPS, SLOT_KINDS, RequestContext
 
 REQUEST_SLOTS = {"text"}  # the program inputs a SpeakRequest fills (see CompiledProgram.wire)
@@ -134,6 +135,7 @@ def check_program(card: CardSpec, program: ProgramSpec) -> dict[str, Any]:
             _check_op_node(node, f"nodes.{i}", program, issues)
         else:
             _check_loop_node(node, f"nodes.{i}", program, card, used_loops, issues)
+    check_emitters(program, issues)
     issues.raise_if_any()
     _check_slot_kinds(program, card, issues)
     issues.raise_if_any()
@@ -181,14 +183,14 @@ def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -
         if node.op is not None:
             reads, makes, who = OPS[node.op].reads, OPS[node.op].makes, f"op {node.op!r}"
         else:
-            kind = LOOP_KINDS[card.loops[node.loop].kind]
-            reads, makes, who = (kind.reads,), kind.makes, f"loop {node.loop!r}"
+            kind, role = LOOP_KINDS[card.loops[node.loop].kind], card.components[card.loops[node.loop].component].role
+            reads, makes, who = (with_role(kind.reads, role),), with_role(kind.makes, role), f"loop {node.loop!r}"
         for j, (slot, wanted) in enumerate(zip(node.inputs, reads, strict=True)):
             have = kinds.get(slot)
-            if have is not None and have != wanted:
+            if have is not None and not kinds_match(have, wanted):
                 key = f"nodes.{index[id(node)]}.inputs.{j}"
-                issues.add(program.line(key), key, f"slot {slot!r} holds {SLOT_KINDS[have]}, but {who} "
-                                                   f"reads {SLOT_KINDS[wanted]}")
+                issues.add(program.line(key), key, f"slot {slot!r} holds {describe(have, SLOT_KINDS)}, but {who} "
+                                                   f"reads {describe(wanted, SLOT_KINDS)}")
         if node.output is not None and makes is not None:
             kinds[node.output] = makes
 

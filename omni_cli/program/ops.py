@@ -45,7 +45,8 @@ class Op:
 
 
 # What a slot can hold. Ops and loops declare what they read and make, so the compiler
-# refuses a mis-wired graph (say, emit_audio reading the thinker's tokens) before any request runs.
+# refuses a mis-wired graph (say, emit_audio reading the thinker's tokens) before any request runs;
+# `kind@role` also says whose value it is (graph_rules.py), so the talker's hand-off cannot read the thinker.
 SLOT_KINDS = {
     "text": "the request's text",
     "ar_feed": "the input of an ar_decode loop",
@@ -65,7 +66,7 @@ def _op(name: str, *, reads: tuple[str, ...], makes: str | None, handoff: bool =
     return register
 
 
-@_op("tokenize", reads=("text",), makes="ar_feed")
+@_op("tokenize", reads=("text",), makes="ar_feed@thinker")
 def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
     """Text → the thinker's prompt (echo: the text's tokens are forced as the reply)."""
     thinker = ctx.roles["thinker"]
@@ -75,7 +76,7 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
     return ThinkerFeed(prompt, end, ctx.request.max_tokens)
 
 
-@_op("emit_text", reads=("ar_stream",), makes=None)
+@_op("emit_text", reads=("ar_stream@thinker",), makes=None)
 def emit_text(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
     """Stream the thinker's reply as text pieces (whole characters only)."""
     thinker = ctx.roles["thinker"]
@@ -96,13 +97,13 @@ def emit_text(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
     channel.listen(on_item)
 
 
-@_op("thinker_to_talker", reads=("ar_stream",), makes="ar_feed", handoff=True)
+@_op("thinker_to_talker", reads=("ar_stream@thinker",), makes="ar_feed@talker", handoff=True)
 def thinker_to_talker(ctx: RequestContext, inputs: list[Any], mode: str) -> TalkerFeed:
     """Full payload: the thinker's tokens and hidden states become the talker's conditioning."""
     return TalkerFeed(ctx.roles["talker"], inputs[0], mode, ctx.voice)
 
 
-@_op("talker_to_vocoder", reads=("ar_stream",), makes="codes_feed", handoff=True)
+@_op("talker_to_vocoder", reads=("ar_stream@talker",), makes="codes_feed@vocoder", handoff=True)
 def talker_to_vocoder(ctx: RequestContext, inputs: list[Any], mode: str) -> CodesFeed:
     """The talker's codec tokens, special ids stripped, as the vocoder's codes."""
     return CodesFeed(ctx.roles["talker"], inputs[0], mode)

@@ -152,6 +152,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "program_requires_unknown_capability.yaml": (6, "requires", "lacks capability speech_to_text"),
     "program_input_not_request_slot.yaml": (7, "inputs.0", "a request fills only text, not 'prompt'"),
     "program_three_mistakes.yaml": (9, "nodes.0.colour", "unknown key"),
+    "card_default_program_path.yaml": (47, "defaults.program", "names a shipped program"),
     # programs that wire without error but cannot speak right (issue 12)
     "program_vocoder_reads_thinker.yaml": (16, "nodes.5.inputs.0", "but op 'talker_to_vocoder' reads the tokens (and "
                                                                    "states) an ar_decode loop publishes (the talker's)"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -10,6 +11,7 @@ from .placement import PlacementSpec, check_placement
 from .schema import bounded, load_dataclass
 from .yaml_source import Located
 
+PROGRAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a card's default program: a shipped name, never a path
 MAX_TOKENS_LIMIT = 65536  # no card may ask an AR loop for more steps than this
 
 
@@ -129,6 +131,9 @@ def load_card(src: Located) -> CardSpec:
     roles = sorted(c.role for c in card.components.values())
     if "text_to_speech" in card.capabilities and roles != ["talker", "thinker", "vocoder"]:
         issues.add(src.line("components"), "components", "text_to_speech needs one thinker, one talker and one vocoder")
+    if not PROGRAM_NAME.fullmatch(card.defaults.program):  # issue 12: `/any/path.yaml` here made omni read it
+        issues.add(src.line("defaults.program"), "defaults.program",
+                   "names a shipped program (see `omni programs list`), not a path; paths come only from --program")
     if card.defaults.voice is not None and card.defaults.voice not in card.voices:
         issues.add(src.line("defaults.voice"), "defaults.voice", f"unknown voice (card voices: {', '.join(card.voices) or 'none'})")
     check_placement(card.placement, {n: c.backend for n, c in card.components.items()}, issues, src.line)

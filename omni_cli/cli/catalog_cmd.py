@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from .errors import USAGE
+from .errors import USAGE, one_line
 from .report import error_line
+from .term import inert
 
 cards = typer.Typer(help="""Model cards: what each deployable model is.
 
@@ -29,7 +30,13 @@ programs = typer.Typer(help="""Programs: the task graph a request runs through.
 NameArg = Annotated[str, typer.Argument(metavar="NAME|PATH", help="A shipped name or a YAML path.")]
 
 
+def say(text: str) -> None:
+    """A line (or lines) of card or program text, made inert: no escape sequence from a file reaches the terminal."""
+    typer.echo("\n".join(inert(part) for part in str(text).split("\n")))
+
+
 def columns(rows: list[tuple[str, ...]]) -> None:
+    rows = [tuple(inert(c) for c in row) for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1])
@@ -69,7 +76,7 @@ def cards_show(name: NameArg) -> None:
 
     path = resolve("cards", name)
     card = load_card_file(str(path))
-    echo = typer.echo
+    echo = say
     echo(f"{card.model}  ({path})\n  {card.description}")
     echo(f"sample rate {card.sample_rate} Hz, seed {card.seed}, capabilities: {', '.join(card.capabilities) or '-'}")
     echo(f"voices: {', '.join(card.voices) or '-'} (default {card.defaults.voice or '-'})")
@@ -122,7 +129,7 @@ def _validate(kind: str, targets: list[str], check) -> None:
         except SpecError as exc:
             bad += 1
             for issue in exc.issues:
-                sys.stderr.write(f"{issue}\n")
+                sys.stderr.write(f"{inert(one_line(issue))}\n")
         else:
             typer.echo(f"ok {name}")
     if bad:
@@ -182,10 +189,10 @@ def programs_show(name: NameArg) -> None:
 
     path = resolve("programs", name)
     prog = load_program_file(str(path))
-    typer.echo(f"{prog.program}  ({path})\n  {prog.description}")
-    typer.echo(f"inputs: {', '.join(prog.inputs)}; requires: {', '.join(prog.requires) or '-'}")
+    say(f"{prog.program}  ({path})\n  {prog.description}")
+    say(f"inputs: {', '.join(prog.inputs)}; requires: {', '.join(prog.requires) or '-'}")
     for node in topological_order(prog):
         what = f"op {node.op}" if node.op else f"loop {node.loop}"
         flow = f"{', '.join(node.inputs) or '-'} -> {node.output or '-'}"
         mode = f"  [{node.mode}]" if node.mode else ""
-        typer.echo(f"  {node.id:<18} {what:<24} {flow}{mode}")
+        say(f"  {node.id:<18} {what:<24} {flow}{mode}")

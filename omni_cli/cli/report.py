@@ -7,11 +7,12 @@ import sys
 import typer
 
 from .errors import PREFIX, one_line
+from .term import inert
 
 
 def error_line(message: str) -> None:
     try:
-        sys.stderr.write(PREFIX + one_line(message) + "\n")
+        sys.stderr.write(PREFIX + inert(one_line(message)) + "\n")  # messages quote files: escape their text
         sys.stderr.flush()
     except (OSError, ValueError):
         pass  # stderr is gone too: the exit status still tells

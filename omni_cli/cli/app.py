@@ -41,6 +41,17 @@ class OmniGroup(TyperGroup):
             raise StdoutClosed from exc
 
 
+def refuse_empty_values(argv: list[str]) -> None:
+    """`--trace ""`, `-o ""`, `--program=`: an empty option value is a mistake, never "use the default"
+    (issue 12: some were silently ignored, some reached an internal error). An empty TEXT says so itself."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    for i, arg in enumerate(argv[:end]):
+        if arg.startswith("--") and arg.endswith("=") and len(arg) > 3:
+            raise typer.BadParameter("an empty value", param_hint=arg[:-1])
+        if arg == "" and i and argv[i - 1].startswith("-") and argv[i - 1] != "-":
+            raise typer.BadParameter("an empty value", param_hint=argv[i - 1])
+
+
 class StdoutClosed(Exception):
     """The reader of stdout went away (`| head`): every command exits quietly with 141."""
 
@@ -55,6 +66,7 @@ def pop_debug(argv: list[str]) -> bool:
 
 def run(click_main, argv: list[str], prog_name: str, debug: bool, **extra) -> int:
     try:
+        refuse_empty_values(argv)
         result = click_main(args=argv, prog_name=prog_name, standalone_mode=False, **extra)
         return result if isinstance(result, int) else 0
     except typer.Exit as exc:

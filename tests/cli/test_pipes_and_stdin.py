@@ -61,3 +61,12 @@ def test_every_command_exits_141_on_a_closed_stdout(spawn, omni, home):
         codes[" ".join(args)] = (p.wait(timeout=60), p.stderr.read().decode())
     assert {args: code for args, (code, _) in codes.items()} == {" ".join(args): 141 for args in COMMANDS}
     assert all("error" not in err and "Traceback" not in err for _, err in codes.values()), codes
+
+
+@pytest.mark.parametrize("args", [["-o", ""], ["--trace", ""], ["--out-dir", ""], ["-p", ""], ["--program="],
+                                  ["--card", ""], ["--trace="]])
+def test_an_empty_option_value_is_a_usage_error_and_makes_no_file(omni, home, args):
+    result = omni("speak", "hi", *args)
+    lines = stderr_lines(result.stderr)
+    assert result.exit_code == 2 and len(lines) == 1 and "internal error" not in lines[0], lines
+    assert sorted(p.name for p in home.iterdir()) == ["home"]

@@ -170,3 +170,21 @@ def test_a_failed_sample_keeps_what_it_recorded_and_says_so(tmp_path, monkeypatc
     monkeypatch.setattr(vocoder, "run", run)
     for sample, rescored in zip([failed, finished], score(Engine(program), [failed, finished]), strict=True):
         assert compare(sample, rescored).bit_equal  # what a failed sample recorded re-scores too
+
+
+def test_a_rollout_with_components_on_threads_records_what_inline_records(toy, tmp_path):
+    from omni_cli.engine.executors import close_executors, make_executors, placement_of
+    from omni_cli.spec.placement import override_placement
+
+    threads = make_executors(toy, placement_of(toy, override_placement(toy.card.placement, "thread",
+                                                                       list(toy.components))))
+    (tmp_path / "thread").mkdir(), (tmp_path / "inline").mkdir()
+    try:
+        rollout(Engine(toy, executors=threads), parse_prompts(TEXTS), 2, tmp_path / "thread", seed=1, concurrency=4)
+    finally:
+        close_executors(threads)
+    rollout(Engine(toy), parse_prompts(TEXTS), 2, tmp_path / "inline", seed=1, concurrency=4)
+    for a, b in zip(load_run(tmp_path / "thread"), load_run(tmp_path / "inline"), strict=True):
+        assert a.audio.tobytes() == b.audio.tobytes() and a.audio.size > 0
+        assert all(a.loops[loop][name].tobytes() == column.tobytes()
+                   for loop in b.loops for name, column in b.loops[loop].items())

@@ -49,6 +49,7 @@ def run(
     concurrency: Concurrency = 8, force: o.Force = False,
     card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    placement: o.Placement = None, ray_address: o.RayAddress = None,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
     handoff: o.Handoff_ = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY, help="No progress on stderr.")] = False,
@@ -76,11 +77,15 @@ def run(
         raise CliError(f"{prompts}: no prompts (every line is empty)")
     target = _out_dir(Path(out), force)
     engine = open_engine(ModelOptions(card, program, policy.value,
-                                      {"model_path": model_path, "dtype": dtype, "device": device}))
+                                      {"model_path": model_path, "dtype": dtype, "device": device},
+                                      placement, ray_address))
     defaults = {"mode": mode.value if mode else None, "voice": voice, "max_tokens": max_tokens,
                 "handoff": handoff.value if handoff else None}
-    saved = rollout(engine, parsed, samples, target, seed=seed, concurrency=concurrency, defaults=defaults,
-                    on_sample=None if quiet else _progress)
+    try:
+        saved = rollout(engine, parsed, samples, target, seed=seed, concurrency=concurrency, defaults=defaults,
+                        on_sample=None if quiet else _progress)
+    finally:
+        engine.close()  # workers, processes and Ray actors go with the run
     failed = [info for info in saved if info.status != "finished"]
     if not quiet:
         _stderr(f"{len(saved)} samples in {target}/ ({len(saved) - len(failed)} finished, {len(failed)} not)")

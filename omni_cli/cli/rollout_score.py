@@ -34,7 +34,12 @@ def run_score(directory: Path, out: Path | None, card: str | None, settings: dic
         out.mkdir(parents=True, exist_ok=True)
         for s in samples:
             refuse_existing(out / s.path.name, force)
-    rescored = score(engine, samples, concurrency=concurrency)
+    try:
+        rescored = score(engine, samples, concurrency=concurrency)
+    except ValueError as exc:  # a replay the card cannot take (another vocabulary, say)
+        raise CliError(str(exc), FAILURE) from None
+    finally:
+        engine.close()
     limit = tolerance if tolerance is not None else (0.0 if recorded["backend"] in ("numpy", "toy") else HF_TOLERANCE)
     outside = 0
     for sample, columns in zip(samples, rescored, strict=True):

@@ -22,3 +22,9 @@ def params_schema(backend: str, role: str) -> type:
 def settings_schema(backend: str) -> type:
     """The dataclass the card's top-level `params` (and command-line overrides) must match."""
     return importlib.import_module(_PARAMS[backend]).SETTINGS
+
+
+def weight_bytes(backend: str, card, params: dict) -> int | None:
+    """Bytes of weights the backend will draw for these params, or None when they come from a checkpoint."""
+    estimate = getattr(importlib.import_module(_PARAMS[backend]), "weight_bytes", None)
+    return None if estimate is None else estimate(card, params)

@@ -24,6 +24,7 @@ from ..spec.stream import StreamEvent
 from .backends import backend_module, params_schema, settings_schema
 from .graph_rules import check_emitters, describe, kinds_match, with_role
 from .ops import OPS, SLOT_KINDS, RequestContext
+from .weight_budget import check_weight_budget
 
 REQUEST_SLOTS = {"text"}  # the program inputs a SpeakRequest fills (see CompiledProgram.wire)
 
@@ -139,7 +140,9 @@ def check_program(card: CardSpec, program: ProgramSpec) -> dict[str, Any]:
     issues.raise_if_any()
     _check_slot_kinds(program, card, issues)
     issues.raise_if_any()
-    return component_params(card)
+    params = component_params(card)
+    check_weight_budget(card, params)  # before build_components draws a single weight
+    return params
 
 
 def _check_op_node(node: NodeSpec, key: str, program: ProgramSpec, issues: IssueList) -> None:

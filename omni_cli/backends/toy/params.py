@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ...spec.schema import bounded
 
@@ -59,3 +60,22 @@ class NumpySettings:
 
 
 SETTINGS = NumpySettings
+
+
+def _decoder_floats(d_model: int, num_layers: int, num_heads: int, max_positions: int) -> int:
+    # per layer two norms, qkv, out, gate_up (d x 4d) and down (2d x d); a final norm; the rotary tables
+    return num_layers * (2 * d_model + 10 * d_model * d_model) + d_model + max_positions * (d_model // num_heads)
+
+
+def weight_bytes(card: Any, params: dict[str, Any]) -> int:
+    """The float32 bytes `build` will draw for these validated params (mirrors the components' shapes)."""
+    by_role = {spec.role: params[name] for name, spec in card.components.items()}
+    th, tk, vc = by_role["thinker"], by_role["talker"], by_role["vocoder"]
+    vocab, codes = 261, tk.codebook_size + 3  # the thinker's byte vocabulary; the talker's codes and specials
+    floats = _decoder_floats(th.d_model, th.num_layers, th.num_heads, th.max_positions) + 2 * vocab * th.d_model
+    floats += _decoder_floats(tk.d_model, tk.num_layers, tk.num_heads, tk.max_positions) + 2 * codes * tk.d_model
+    floats += 2 * th.d_model * tk.d_model + max(1, len(card.voices)) * tk.d_model
+    h, k = vc.hidden, vc.kernel_codes
+    floats += tk.codebook_size * h + (k + vc.lookahead_codes) * h * h + (vc.num_layers - 1) * k * h * h
+    floats += h * (3 + vc.num_harmonics) + 64 * 480 + vc.num_harmonics
+    return 4 * floats

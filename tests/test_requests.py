@@ -1,5 +1,7 @@
 """Request text: what is spoken, what is refused, and how the limit is stated."""
 
+from dataclasses import replace
+
 import pytest
 from runtime_helpers import run_alone
 
@@ -51,3 +53,29 @@ def test_echo_text_longer_than_the_thinkers_max_tokens_is_refused_not_cut(toy):
     with pytest.raises(SpecError, match="the text is 30 tokens, over the thinker_decode loop's max_tokens of 20"):
         Engine(program).submit(SpeakRequest("x" * 30))
     assert run_alone(program, SpeakRequest("x" * 19)).text == "x" * 19  # 19 tokens + EOS fit
+
+
+@pytest.mark.parametrize("fields, key", [
+    ({"mode": "sing"}, "mode"), ({"handoff": "later"}, "handoff"), ({"seed": -1}, "seed"),
+    ({"seed": 2**40}, "seed"), ({"max_tokens": 0}, "max_tokens"), ({"voice": ""}, "voice"),
+    ({"request_id": ""}, "request_id"), ({"seed": True}, "seed"),
+])
+def test_a_bad_request_field_is_a_spec_error_naming_it(fields, key):
+    with pytest.raises(SpecError) as info:
+        SpeakRequest("hi", **fields)
+    assert [issue.key for issue in info.value.issues] == [key]
+
+
+def test_card_facts_the_components_also_know_must_agree(toy):
+    from types import SimpleNamespace
+
+    from omni_cli.program.compiler import check_one_source
+
+    card = toy.card
+    vocoder = SimpleNamespace(role="vocoder", sample_rate=24000)
+    talker = SimpleNamespace(role="talker", voices=lambda: ["alto"])
+    with pytest.raises(SpecError) as info:
+        check_one_source(replace(card, sample_rate=16000, voices=["alto", "bass"]), {"v": vocoder, "t": talker})
+    messages = {issue.key: issue.message for issue in info.value.issues}
+    assert "makes 24000 Hz audio, not 16000" in messages["sample_rate"]
+    assert "does not know 'bass'" in messages["voices"]

@@ -149,6 +149,10 @@ class TalkerModel(ARModel, Protocol):
     # or the model's own length rule for the reply (toy: codes per reply token)
     codes_bound_is_cap: bool
 
+    def voices(self) -> list[str]:
+        """The voice names this talker knows (the request's voice is checked against them once)."""
+        ...
+
     def prefill_from(self, items: Sequence[ARItem], is_closed: bool, voice: str | None) -> Prefill | None:
         """The talker prefill, or None while `items` is too short and more may come."""
         ...

@@ -57,10 +57,8 @@ class CompiledProgram:
         self.roles = {c.role: c for c in self.components.values()}
 
     def voices(self) -> list[str]:
-        for component in self.components.values():
-            if hasattr(component, "voices") and callable(component.voices):
-                return list(component.voices())
-        return list(self.card.voices)
+        talker = self.roles.get("talker")  # the talker conditions on the voice: it knows them
+        return talker.voices() if talker is not None else list(self.card.voices)
 
     def wire(self, request_id: str, request: SpeakRequest, emit: Callable[[StreamEvent], None]) -> WiredRequest:
         """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request."""
@@ -107,6 +105,7 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
     """Check the program against the card, build the components and the loops."""
     params = check_program(card, program)
     components = build_components(card, params, settings or {})
+    check_one_source(card, components)
     order = topological_order(program)
     loops: dict[str, Loop] = {}
     for node in order:
@@ -196,6 +195,23 @@ def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -
                                                    f"reads {describe(wanted, SLOT_KINDS)}")
         if node.output is not None and makes is not None:
             kinds[node.output] = makes
+
+
+def check_one_source(card: CardSpec, components: dict[str, Any]) -> None:
+    """Facts a card states and its built components also know must agree (issue 11: one source each)."""
+    issues = IssueList(card.source)
+    roles = {c.role: c for c in components.values()}
+    vocoder = roles.get("vocoder")
+    if vocoder is not None and vocoder.sample_rate != card.sample_rate:  # the WAV header would lie
+        issues.add(card.line("sample_rate"), "sample_rate",
+                   f"the vocoder makes {vocoder.sample_rate} Hz audio, not {card.sample_rate}")
+    talker = roles.get("talker")
+    if talker is not None:
+        unknown = [v for v in card.voices if v not in talker.voices()]
+        if unknown:
+            issues.add(card.line("voices"), "voices", f"the talker does not know {', '.join(map(repr, unknown))} "
+                       f"(it knows: {', '.join(talker.voices()) or 'none'})")
+    issues.raise_if_any()
 
 
 def check_loop_kinds(card: CardSpec) -> None:

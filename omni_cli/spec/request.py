@@ -22,6 +22,37 @@ class SpeakRequest:
     profile: Literal["serve", "rollout"] = "serve"  # rollout: every WorkUnit also records its behaviour
     replay: Mapping[str, Sequence[int]] | None = None  # rollout re-scoring: each AR loop's tokens, teacher-forced
 
+    def __post_init__(self) -> None:
+        """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""
+        problems = []
+
+        def choice(name: str, value: object, allowed: tuple) -> None:
+            if value not in allowed:
+                shown = " | ".join(repr(a) for a in allowed if a is not None)
+                problems.append((name, f"expected one of {shown}{' or None' if None in allowed else ''}, got {value!r}"))
+
+        if not isinstance(self.text, str):
+            problems.append(("text", f"expected a string, got {type(self.text).__name__}"))
+        choice("mode", self.mode, ("echo", "chat", None))
+        choice("handoff", self.handoff, ("barrier", "stream", None))
+        if not _is_int(self.seed) or not 0 <= self.seed <= SEED_MAX:
+            problems.append(("seed", f"expected an integer from 0 to {SEED_MAX}, got {self.seed!r}"))
+        if self.max_tokens is not None and (not _is_int(self.max_tokens) or self.max_tokens < 1):
+            problems.append(("max_tokens", f"expected a positive integer or None, got {self.max_tokens!r}"))
+        if self.voice is not None and (not isinstance(self.voice, str) or not self.voice):
+            problems.append(("voice", f"expected a voice name or None, got {self.voice!r}"))
+        if self.request_id is not None and (not isinstance(self.request_id, str) or not self.request_id):
+            problems.append(("request_id", f"expected a non-empty string or None, got {self.request_id!r}"))
+        if problems:
+            raise SpecError([SpecIssue("<request>", None, name, message) for name, message in problems])
+
+
+SEED_MAX = 2**32 - 1  # as the CLI's --seed
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
 
 def clean_text(text: str, max_chars: int) -> str:
     """The text a request may carry: control characters dropped, whitespace folded, length checked.

@@ -22,5 +22,6 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any = None) -> dict[
     vocoder_params: VocoderParams = params[vocoder_name]
     thinker = NumpyThinker(thinker_name, thinker_params, card.seed)
     talker = NumpyTalker(talker_name, talker_params, card.seed, thinker, card.voices)
-    vocoder = NumpyVocoder(vocoder_name, vocoder_params, card.seed, talker_params.codebook_size, card.sample_rate)
+    vocoder = NumpyVocoder(vocoder_name, vocoder_params, card.seed, talker_params.codebook_size, card.sample_rate,
+                           card.voices)
     return {thinker_name: thinker, talker_name: talker, vocoder_name: vocoder}

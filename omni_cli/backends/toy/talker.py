@@ -34,7 +34,7 @@ class NumpyTalker:
         self.voice_embedding = ws.table(max(1, len(voices)), params.d_model, scale=0.5)
         self.head = ws.matrix(params.d_model, self.vocab_size, scale=2.0)
         self.thinker = thinker
-        self.voices = list(voices)
+        self._voices = list(voices)
         self.max_positions = params.max_positions
         self.eos_token_ids = frozenset({self.eos_id})
         self.suppress_token_ids = frozenset({self.pad_id, self.bos_id})
@@ -47,12 +47,15 @@ class NumpyTalker:
     def _end_vector(self, token: int) -> np.ndarray:
         return np.concatenate([np.zeros(self.thinker.d_model, np.float32), self.thinker.embed_tokens([token])[0]])
 
+    def voices(self) -> list[str]:
+        return list(self._voices)
+
     def prefill_from(self, items: Sequence[ARItem], is_closed: bool, voice: str | None) -> Prefill:
         prompt = items[0]
         cond = np.concatenate([prompt.hidden, prompt.embeds], axis=1)  # one row per thinker prompt position
         cond = np.concatenate([cond, self._reply_vector(prompt)[None]], axis=0)
         ids = [self.pad_id] * prompt.hidden.shape[0] + [self.bos_id]
-        voice_index = self.voices.index(voice) if voice in self.voices else 0
+        voice_index = self._voices.index(voice) if voice is not None else 0  # checked once, in wire()
         return Prefill(ids, (cond, voice_index))
 
     def cond_for_step(self, items: Sequence[ARItem], is_closed: bool, step: int) -> np.ndarray | None:

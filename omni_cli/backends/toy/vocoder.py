@@ -11,7 +11,15 @@ from .nn import WeightSource, linear, sigmoid, silu, softmax
 from .params import VocoderParams
 
 SAMPLES_PER_CODE = 480  # 50 codes a second at 24 kHz, like Qwen2.5-Omni
-VOICE_F0_HZ = {"alto": 210.0, "tenor": 125.0}
+# each of the card's voices gets a pitch by its place in the card's list, high to low (the shipped
+# card's alto and tenor: 210 and 125 Hz); the card is the one source of voice names
+F0_HIGH_HZ, F0_LOW_HZ = 210.0, 125.0
+
+
+def voice_f0_hz(voices: list[str]) -> dict[str, float]:
+    if len(voices) < 2:
+        return {v: F0_HIGH_HZ for v in voices}
+    return {v: F0_HIGH_HZ - (F0_HIGH_HZ - F0_LOW_HZ) * i / (len(voices) - 1) for i, v in enumerate(voices)}
 _NOISE_FRAMES = 64
 
 
@@ -31,8 +39,10 @@ class NumpyVocoder:
     role = "vocoder"
     samples_per_code = SAMPLES_PER_CODE
 
-    def __init__(self, name: str, params: VocoderParams, seed: int, codebook_size: int, sample_rate: int):
+    def __init__(self, name: str, params: VocoderParams, seed: int, codebook_size: int, sample_rate: int,
+                 voices: list[str]):
         self.name = name
+        self.f0_hz = voice_f0_hz(voices)
         self.params = params
         self.sample_rate = sample_rate
         self.lookahead_codes = params.lookahead_codes
@@ -48,7 +58,9 @@ class NumpyVocoder:
     def new_state(self, voice: str | None, seed: int | None = None) -> VocoderState:
         # no per-request randomness: the noise table is part of the weights (seed unused)
         h, k = self.params.hidden, self.params.kernel_codes
-        return VocoderState(VOICE_F0_HZ.get(voice or "", 210.0),
+        if voice is not None and voice not in self.f0_hz:  # the request was checked against the card's voices
+            raise ValueError(f"unknown voice {voice!r} (known: {', '.join(self.f0_hz) or 'none'})")
+        return VocoderState(self.f0_hz[voice] if voice is not None else F0_HIGH_HZ,
                             [np.zeros((k - 1, h), np.float32) for _ in self.rest])
 
     def state_bytes(self) -> int:

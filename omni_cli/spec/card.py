@@ -11,6 +11,7 @@ from .placement import PlacementSpec, check_placement
 from .schema import bounded, load_dataclass
 from .yaml_source import Located
 
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # components, loops, nodes, slots (issue 12)
 PROGRAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a card's default program: a shipped name, never a path
 MAX_TOKENS_LIMIT = 65536  # no card may ask an AR loop for more steps than this
 
@@ -131,6 +132,11 @@ def load_card(src: Located) -> CardSpec:
     roles = sorted(c.role for c in card.components.values())
     if "text_to_speech" in card.capabilities and roles != ["talker", "thinker", "vocoder"]:
         issues.add(src.line("components"), "components", "text_to_speech needs one thinker, one talker and one vocoder")
+    for section in ("components", "loops"):  # names are shown on terminals: plain words, no escape sequences
+        for name in getattr(card, section):
+            if not NAME.fullmatch(name):
+                issues.add(src.line(f"{section}.{name}"), f"{section}.{name}", f"a name is letters, digits, _ . - "
+                           f"(at most 64), not {name!r}")
     if not PROGRAM_NAME.fullmatch(card.defaults.program):  # issue 12: `/any/path.yaml` here made omni read it
         issues.add(src.line("defaults.program"), "defaults.program",
                    "names a shipped program (see `omni programs list`), not a path; paths come only from --program")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .card import NAME
 from .errors import IssueList
 from .schema import load_dataclass
 from .yaml_source import Located
@@ -49,6 +50,11 @@ def load_program(src: Located) -> ProgramSpec:
     ids: set[str] = set()
     for i, node in enumerate(prog.nodes):
         key = f"nodes.{i}"
+        for what, name in [("id", node.id), ("output", node.output or "_"), *(
+                (f"inputs.{j}", slot) for j, slot in enumerate(node.inputs))]:
+            if not NAME.fullmatch(name):  # ids and slots are shown on terminals: plain words
+                issues.add(src.line(f"{key}.{what}"), f"{key}.{what}", f"a name is letters, digits, _ . - "
+                           f"(at most 64), not {name!r}")
         if node.id in ids:
             issues.add(src.line(f"{key}.id"), f"{key}.id", f"duplicate node id {node.id!r}")
         ids.add(node.id)

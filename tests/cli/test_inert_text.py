@@ -33,3 +33,12 @@ def test_validate_and_error_lines_quote_file_text_inert(omni, home):
     assert SHOWN in result.stderr
     result = omni("speak", "x", "--card", path)
     assert result.exit_code == 2 and "\x1b" not in result.stderr and len(stderr_lines(result.stderr)) == 1
+
+
+def test_names_that_reach_the_live_view_are_plain_words(omni, home):
+    text = (ROOT / "cards" / "qwen2_5_omni_toy.yaml").read_text()
+    path = home / "names.yaml"
+    path.write_text(text.replace("  vocoder:\n    kind:", f'  "{EVIL}":\n    kind:'))  # a loop named with escapes
+    result = omni("cards", "validate", path)
+    assert result.exit_code == 2 and "\x1b" not in result.stderr
+    assert f"loops.{SHOWN}: a name is letters, digits, _ . -" in result.stderr

@@ -34,6 +34,26 @@ class CallCost:
                 "bytes_per_call": self.bytes_per_call}
 
 
+def placement_suite(program: CompiledProgram, kinds: list[str], *, num_requests: int = 8, short_chars: int = 60,
+                    concurrency: int = 8) -> list[dict]:
+    """Each placement beside inline, in one run: throughput of the same workload (and whether it made the
+    same audio), and what one call costs on that executor beside the component's own time."""
+    from .workload import Workload, run_workload
+
+    rows, inline = [], None
+    for kind in ["inline", *[k for k in kinds if k != "inline"]]:
+        workload = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=concurrency, placement=kind)
+        result = run_workload(program, workload, f"placement-{kind}")
+        inline = inline or result
+        summary = result.summary()
+        rows.append({**call_cost(program, kind).summary(),
+                     "audio_s_per_wall_s": summary["audio_s_per_wall_s"],
+                     "vs_inline": result.wall_s and inline.wall_s / result.wall_s,
+                     "same_audio": result.digests == inline.digests,
+                     "concurrency": concurrency, "requests": num_requests})
+    return rows
+
+
 def placed(program: CompiledProgram, kind: str):
     """Every component of `program` on executor `kind`, the card's devices and resources kept."""
     return placement_of(program, override_placement(program.card.placement, kind, list(program.components)))

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..backends.base import AUDIO_CHUNK
 from ..engine import Engine
+from ..engine.executors import make_executors
 from ..engine.request import RequestHandle, RequestResult
 from ..program import CompiledProgram
 from ..spec import SpeakRequest
@@ -40,6 +41,7 @@ class Workload:
     policy: str = "latency-first"
     mode: str = "echo"
     max_batch: int | None = None
+    placement: str = "inline"  # KIND or NAME=KIND,… (`--placement`): where the components run
     profile: str = "serve"  # serve | rollout (records every WorkUnit's behaviour)
 
     def requests(self) -> list[SpeakRequest]:
@@ -137,7 +139,19 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
                  keep_outputs: bool = False) -> BenchResult:
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
     keep_outputs: also return each request's tokens and waveform (to compare with a reference)."""
-    engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch)
+    executors = None
+    if workload.placement != "inline":
+        from .placement import placed
+
+        executors = make_executors(program, placed(program, workload.placement))
+    engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch, executors=executors)
+    try:
+        return _drive(engine, program, workload, label, keep_outputs)
+    finally:
+        engine.close()  # its workers, processes or actors
+
+
+def _drive(engine: Engine, program: CompiledProgram, workload: Workload, label: str, keep_outputs: bool) -> BenchResult:
     path = FirstChunkPath()
     engine.subscribe(path.on_event)  # as `omni speak`'s view does: the trace events are part of the cost
     pending = workload.requests()

@@ -38,6 +38,9 @@ def bench(
     codes: int = typer.Option(200, "--codes", min=1, max=8192, help="--reference: codec tokens per utterance"),
     processes: bool = typer.Option(True, "--processes/--no-processes", help="time `omni --help` and `omni speak` as processes"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per line instead of tables"),
+    placement: str | None = typer.Option(None, "--placement", metavar="KIND,KIND",
+                                         help="instead: these placements (thread, process, ray) beside inline: "
+                                              "throughput, same audio, and each executor's cost per call"),
     rollout: bool = typer.Option(False, "--rollout", help="instead: overhead per WorkUnit served and rolled out "
                                  "(recording every step), best of 3 alternated runs at concurrency 1 and N"),
 ) -> None:
@@ -48,6 +51,9 @@ def bench(
     program = load(card, None, settings)
     if rollout:
         _render_recording(program, requests, chars, concurrency, as_json)
+        return
+    if placement is not None:
+        _render_placement(program, placement, requests, chars, concurrency, as_json)
         return
     ref, results = None, []
     if reference:
@@ -95,6 +101,30 @@ def _render(results, rows) -> None:
         met = "-" if row["met"] is None else ("yes" if row["met"] else "NO")
         goals.add_row(row["target"], row["measured"], row["goal"], met)
     console.print(goals)
+
+
+def _render_placement(program, kinds: str, requests: int, chars: int, concurrency: int, as_json: bool) -> None:
+    from ..bench.placement import placement_suite
+    from ..spec.placement import EXECUTORS
+
+    wanted = [k.strip() for k in kinds.split(",") if k.strip()]
+    unknown = [k for k in wanted if k not in EXECUTORS]
+    if unknown or not wanted:
+        raise typer.BadParameter(f"expected executors from {', '.join(EXECUTORS)}, got {kinds!r}",
+                                 param_hint="--placement")
+    rows = placement_suite(program, wanted, num_requests=requests, short_chars=chars, concurrency=concurrency)
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    typer.echo(f"placements: {requests} utterances at concurrency {concurrency}; per call: one thinker token, "
+               "one call in flight (medians)")
+    typer.echo(f"  {'placement':<9}{'audio/wall':>11}{'x inline':>9}{'same':>6}{'call us':>9}"
+               f"{'comp us':>9}{'overhead us':>12}{'bytes/call':>11}")
+    for r in rows:
+        typer.echo(f"  {r['placement']:<9}{r['audio_s_per_wall_s']:>11.1f}{r['vs_inline']:>9.2f}"
+                   f"{'yes' if r['same_audio'] else 'NO':>6}{r['call_us']:>9.0f}{r['component_us']:>9.0f}"
+                   f"{r['overhead_us']:>12.0f}{r['bytes_per_call']:>11}")
 
 
 def _render_recording(program, requests: int, chars: int, concurrency: int, as_json: bool) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -71,15 +71,6 @@ class VocoderChunkInput:
 class VocoderChunkOutput:
     samples: np.ndarray  # float32 mono in [-1, 1], the samples this chunk makes final
     noise_span: tuple[int, int] | None = None  # frames [start, stop) of the request's noise stream it used
-
-
-@dataclass
-class Footprint:
-    """Bytes a loop holds: for its whole life (`resident`) and during one step (`step`)."""
-
-    resident: int
-    step: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 class Component(Protocol):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..backends.base import Component
@@ -57,7 +57,6 @@ class LoopState:
     status: LoopStatus = LoopStatus.WAITING
     step: int = 0  # WorkUnits done
     resident_bytes: int = 0  # declared at init, reserved by the engine at admission
-    metrics: dict[str, Any] = field(default_factory=dict)
     recorder: Any = None  # rollout profile: hears each WorkUnit (loops/recorder.py); None when serving
 
 

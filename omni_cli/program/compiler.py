@@ -70,7 +70,7 @@ class CompiledProgram:
             raise SpecError([SpecIssue("<request>", None, "voice",
                                        f"unknown voice {voice!r} (known: {', '.join(known) or 'none'})")])
         ctx = RequestContext(request_id, request, self.card, self.roles, request.mode or self.card.defaults.mode,
-                             voice, request.handoff, emit)
+                             voice, emit)
         slots: dict[str, Any] = {"text": request.text}  # keep REQUEST_SLOTS in step
         states: list[tuple[Loop, LoopState]] = []
         loop_request = LoopRequest(request_id, request.seed, voice)

@@ -22,7 +22,6 @@ class RequestContext:
     roles: dict[str, Any]  # component by role: thinker, talker, vocoder
     mode: str  # echo | chat
     voice: str | None
-    handoff: str | None  # overrides every hand-off node's mode when set
     emit: Callable[[StreamEvent], None]
 
 

@@ -36,9 +36,6 @@ class ProgramSpec:
     def line(self, key: str) -> int | None:
         return self.located.line(key) if self.located else None
 
-    def node(self, node_id: str) -> NodeSpec:
-        return next(n for n in self.nodes if n.id == node_id)
-
 
 def load_program(src: Located) -> ProgramSpec:
     """Validate a parsed program's structure: ids, slots, single producers, no cycles."""

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .defaults import DEFAULT_CARD
 from .engine import Engine
 from .program import CompiledProgram, compile_program, load_card_file, load_program_file
-
-DEFAULT_CARD = "qwen2_5_omni_toy"
 
 
 def load(card: str = DEFAULT_CARD, program: str | None = None, settings: dict[str, Any] | None = None) -> CompiledProgram:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,8 +14,11 @@ if str(ROOT) not in sys.path:  # the tests run from a checkout, installed or not
 
 from omni_cli.api import load  # noqa: E402
 
+# The runtime's tests run the toy card: the command line's default is the Piper voice (tests/piper/)
+os.environ.setdefault("OMNI_CARD", "qwen2_5_omni_toy")
+
 
 @pytest.fixture(scope="session")
 def toy():
     """The default card and program, compiled once (components hold no per-request state)."""
-    return load()
+    return load("qwen2_5_omni_toy")

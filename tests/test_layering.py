@@ -11,6 +11,8 @@ THIRD_PARTY = {  # where each heavy or UI dependency may be imported
     "torch": {"backends/hf"}, "transformers": {"backends/hf"}, "tokenizers": {"backends/hf"},
     "starlette": {"serve"}, "uvicorn": {"serve"}, "anyio": {"serve"},
     "ray": {"engine/executors/ray.py"},
+    "onnx": {"backends/piper"}, "onnxruntime": {"backends/piper"}, "gruut": {"backends/piper"},
+    "pocketsphinx": set(),  # the recogniser checks a voice from examples/ and tests/, never from the package
 }
 
 

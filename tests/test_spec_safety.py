@@ -122,7 +122,7 @@ def test_the_package_loads_yaml_only_through_the_safe_loader():
 # a card or program cannot name an import path
 def test_backend_is_one_of_the_known_names_and_maps_inside_the_package():
     allowed = set(get_args(get_type_hints(ComponentSpec)["backend"]))
-    assert allowed == {"numpy", "hf"}
+    assert allowed == {"numpy", "hf", "piper"}
     assert set(program_backends._MODULES) == allowed == set(program_backends._PARAMS)
     assert all(m.startswith("omni_cli.backends.") for m in [*program_backends._MODULES.values(),
                                                             *program_backends._PARAMS.values()])
@@ -147,7 +147,7 @@ def test_loading_imports_only_modules_of_the_package(tmp_path: Path, monkeypatch
 
 
 def test_ops_come_from_the_registry_inside_the_package(tmp_path: Path):
-    assert OPS and all(op.fn.__module__ == "omni_cli.program.ops" for op in OPS.values())
+    assert OPS and all(op.fn.__module__ in ("omni_cli.program.ops", "omni_cli.program.sentence_ops") for op in OPS.values())
     for name in ["os.system", "builtins.print", "omni_cli.program.ops.tokenize", "__import__"]:
         text = PROGRAM.read_text().replace("op: emit_text", f"op: {name}")
         with pytest.raises(SpecError) as info:

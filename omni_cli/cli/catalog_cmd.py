@@ -44,14 +44,18 @@ def columns(rows: list[tuple[str, ...]]) -> None:
 
 @cards.command("list")
 def cards_list() -> None:
-    """List the shipped cards: name, backend, voices, description.
+    """List the shipped cards: name, backend, voices, description; the default is marked.
 
     \b
       omni cards list
     """
+    import os
+
+    from ..defaults import CARD_ENV, DEFAULT_CARD
     from ..program import list_files, load_card_file
     from ..spec import SpecError
 
+    default = os.environ.get(CARD_ENV) or DEFAULT_CARD
     rows = [("NAME", "BACKEND", "VOICES", "DESCRIPTION")]
     for path in list_files("cards"):
         try:
@@ -60,7 +64,8 @@ def cards_list() -> None:
             rows.append((path.stem, "?", "?", f"(invalid: {exc}; see `omni cards validate {path.stem}`)"))
             continue
         backends = ",".join(sorted({c.backend for c in card.components.values()}))
-        rows.append((path.stem, backends, ",".join(card.voices) or "-", card.description))
+        name = f"{path.stem} (default)" if path.stem == default else path.stem
+        rows.append((name, backends, ",".join(card.voices) or "-", card.description))
     columns(rows)
 
 

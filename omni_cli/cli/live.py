@@ -47,6 +47,9 @@ class RunView:
     def on_done(self, utt) -> None:
         pass
 
+    def warn(self, line: str) -> None:
+        """A one-line warning on stderr (none with -q: nothing but errors)."""
+
     def __enter__(self):
         return self
 
@@ -105,6 +108,13 @@ class PlainView(RunView):
     def summary(self, utterances, where: str | None, stopped: str | None = None) -> None:
         self.err.write("".join(line + "\n" for line in self.summary_lines(utterances, where, stopped)))
         self.err.flush()
+
+    def warn(self, line: str) -> None:
+        def write() -> None:
+            self.err.write(line + "\n")
+            self.err.flush()
+
+        self.above(write)  # above the live view, when there is one
 
 
 class LiveView(PlainView):

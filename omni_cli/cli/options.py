@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ..defaults import CARD_ENV
+
 MODEL = "Model"
 REQUEST = "Request"
 OUTPUT = "Output"
@@ -34,7 +36,7 @@ class Format(str, Enum):
     flac = "flac"
 
 
-Card = Annotated[str, typer.Option("--card", "-c", metavar="NAME|PATH", rich_help_panel=MODEL,
+Card = Annotated[str, typer.Option("--card", "-c", metavar="NAME|PATH", rich_help_panel=MODEL, envvar=CARD_ENV,
                                    help="Model card: a shipped name (`omni cards list`) or a YAML path.")]
 Program = Annotated[str | None, typer.Option("--program", "-p", metavar="NAME|PATH", rich_help_panel=MODEL,
                                                 help="Program (task graph); default: the card's.")]
@@ -58,6 +60,9 @@ MaxTokens = Annotated[int | None, typer.Option("--max-tokens", min=1, rich_help_
                                                   help="Cap on the thinker's tokens per utterance.")]
 Voice = Annotated[str | None, typer.Option("--voice", rich_help_panel=REQUEST,
                                               help="Voice; default: the card's (`omni cards show`).")]
+Speed = Annotated[float | None, typer.Option("--speed", min=0.25, max=4.0, rich_help_panel=REQUEST,
+                                               help="Speaking rate of a sentence voice (piper cards): 1.5 speaks "
+                                                    "half again as fast. VITS's length scale, not a resample.")]
 Mode_ = Annotated[Mode | None, typer.Option("--mode", rich_help_panel=REQUEST,
                                                help="echo: speak the text; chat: speak a reply. Default: the card's.")]
 Handoff_ = Annotated[Handoff | None, typer.Option("--handoff", rich_help_panel=REQUEST,

@@ -80,7 +80,7 @@ class Utterance:
         m = self.metrics
         return {"index": self.index, "line": self.line, "text": self.text, "reply": "".join(self.reply),
                 "path": self.path, "status": self.status, "duration_s": self.num_samples / sample_rate,
-                "num_samples": self.num_samples, "ttfa_s": m.get("ttfa_s"),
+                "num_samples": self.num_samples, "sample_rate": sample_rate, "ttfa_s": m.get("ttfa_s"),
                 "first_audio_after_line_s": self.first_audio_after_line_s, "latency_s": m.get("latency_s"),
                 "work_units": m.get("work_units", {}), "error": self.error}
 

@@ -105,7 +105,7 @@ class Driver:
             self.on_utterance(utt)
 
     def _handle(self, event) -> None:
-        from ..spec.stream import AudioChunk, RequestDone, RequestStatus, TextPiece
+        from ..spec.stream import AudioChunk, Notice, RequestDone, RequestStatus, TextPiece
 
         utt = self._by_id[event.request_id]
         if isinstance(event, AudioChunk):
@@ -115,6 +115,9 @@ class Driver:
             self.view.on_audio(utt, event.num_samples)
         elif isinstance(event, TextPiece):
             self.router.text(utt, event.text)
+        elif isinstance(event, Notice):  # the request goes on: a warning, not an error
+            where = f"line {utt.line}: " if self.source.is_stream else ""
+            self.view.warn(f"omni: warning: {where}{event.message}")
         elif isinstance(event, RequestDone):
             utt.status, utt.error, utt.metrics = event.status.value, event.error, event.metrics
             truncated = event.metrics.get("truncated")

@@ -6,10 +6,11 @@ from typing import Annotated
 
 import typer
 
+from ..defaults import DEFAULT_CARD
 from . import options as o
 from .report import exit_with
 
-HELP = """Speak TEXT (or stdin lines) through thinker -> talker -> vocoder, writing audio as it is made.
+HELP = """Speak TEXT (or stdin lines) through the card's cascade, writing audio as it is made.
 
 \b
   omni speak "Hello, world" -o hello.wav
@@ -25,9 +26,10 @@ so a reader mid-run, or a killed run, sees every sample so far; several lines go
 into the one file in input order. `-o DIR/` or `--out-dir DIR`: one file per
 utterance, DIR/0001.wav for the first non-empty line, 0002.wav for the next.
 `-o -`: audio on stdout, a WAV with an unknown-length header, or with
-`--format raw` headerless s16le mono 24 kHz PCM:
-  omni speak "Hi" -o - --format raw | aplay -f S16_LE -r 24000 -c 1
-  omni speak "Hi" -o - --format raw | sox -t raw -r 24000 -e signed -b 16 -c 1 - out.wav
+`--format raw` headerless s16le mono PCM at the card's rate: 22050 Hz for the
+default voice (piper_joe), 24000 Hz for the Qwen2.5-Omni cards (--json says it):
+  omni speak "Hi" -o - --format raw | aplay -f S16_LE -r 22050 -c 1
+  omni speak "Hi" -o - --format raw | sox -t raw -r 22050 -e signed -b 16 -c 1 - out.wav
 Existing files are not overwritten without --force. Without -o the audio is not kept.
 \b
 Stdout carries the audio with `-o -`; otherwise the thinker's text, or with --json
@@ -52,11 +54,11 @@ def speak(
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, max=256, rich_help_panel=o.REQUEST,
                                              help="Utterances in the engine at once.")] = 4,
     trace: o.Trace = None, force: o.Force = False,
-    card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
+    card: o.Card = DEFAULT_CARD, program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
     placement: o.Placement = None, ray_address: o.RayAddress = None,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
-    handoff: o.Handoff_ = None,
+    handoff: o.Handoff_ = None, speed: o.Speed = None,
     allow_truncation: Annotated[bool, typer.Option(
         "--allow-truncation", rich_help_panel=o.REQUEST,
         help="Exit 0 even when a loop stopped at a cap (max_tokens, max_positions) and cut the speech short.")] = False,
@@ -73,7 +75,8 @@ def speak(
     model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
                          placement, ray_address)
     request = {"seed": seed, "max_tokens": max_tokens, "voice": voice,
-               "mode": mode.value if mode else None, "handoff": handoff.value if handoff else None}
+               "mode": mode.value if mode else None, "handoff": handoff.value if handoff else None,
+               "speed": speed}
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
                    allow_truncation=allow_truncation)
     outcome, _, view = run_job(job)

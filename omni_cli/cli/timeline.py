@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .tracedigest import TraceDigest
 
-GLYPHS = {"ar_prefill": ("▒", "magenta"), "ar_token": ("█", "cyan"), "audio_chunk": ("▇", "yellow")}
+GLYPHS = {"ar_prefill": ("▒", "magenta"), "ar_token": ("█", "cyan"), "audio_chunk": ("▇", "yellow"),
+          # a sentence voice's units (piper cards)
+          "text_split": ("▒", "magenta"), "sentence": ("█", "green"), "frame_chunk": ("▇", "yellow")}
 LABEL = 16
 
 
@@ -67,7 +69,8 @@ def render(digest: TraceDigest, console) -> None:
     if run is not None:
         console.print(text(f"{run.get('card')} · {run.get('program')} · policy {run.get('policy')} · "
                            f"started {run.get('started_at')}", style="bold"), no_wrap=True, crop=False)
-    for loop, row in lanes(digest, width).items():
+    rows = lanes(digest, width)
+    for loop, row in rows.items():
         line = Text(f"{inert(loop)[:LABEL - 1]:<{LABEL}}")
         for kind in row:
             glyph, style = GLYPHS.get(kind, ("·", "dim")) if kind else (" ", "")
@@ -78,7 +81,8 @@ def render(digest: TraceDigest, console) -> None:
         marks[col] = "▲"
     console.print(Text(f"{'first audio':<{LABEL}}" + "".join(marks), style="green"), no_wrap=True, crop=False)
     console.print(Text(" " * LABEL + axis(total, width), style="dim"), no_wrap=True, crop=False)
-    console.print(Text(" " * LABEL + "  ".join(f"{g} {k}" for k, (g, _) in GLYPHS.items()), style="dim"))
+    seen = {kind for row in rows.values() for kind in row if kind}  # the legend names what is drawn
+    console.print(Text(" " * LABEL + "  ".join(f"{g} {k}" for k, (g, _) in GLYPHS.items() if k in seen), style="dim"))
     table = Table(title="WorkUnits", title_justify="left", box=None, header_style="bold")
     for name, justify in [("loop", "left"), ("kind", "left"), ("units", "right"), ("total ms", "right"),
                           ("mean ms", "right"), ("batch size", "left")]:

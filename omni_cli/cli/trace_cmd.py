@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
+from ..defaults import DEFAULT_CARD
 from . import options as o
 from .report import exit_with
 
@@ -41,7 +42,7 @@ def run(
     text: Annotated[str, typer.Argument(help="What to say.")],
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="Also keep the audio.")] = None,
     trace: o.Trace = None, force: o.Force = False,
-    card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
+    card: o.Card = DEFAULT_CARD, program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
     placement: o.Placement = None, ray_address: o.RayAddress = None,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,

@@ -1,5 +1,7 @@
-"""Driven loops: ar_decode (thinker, talker) and audio_decode (vocoder), and the feeds between them."""
+"""Driven loops: ar_decode (thinker, talker), audio_decode (vocoder), the sentence cascade's phonemize,
+sentence_frames and frame_decode, and the feeds between them."""
 
+from . import frame_decode, sentences  # noqa: F401, I001 - register the sentence cascade's loop kinds
 from .ar_decode import ARDecodeLoop, ARState, LoopInputError
 from .audio_decode import AudioDecodeLoop, AudioPiece, AudioState
 from .base import DONE, Done, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, Wait, WorkPlan

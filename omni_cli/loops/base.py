@@ -78,6 +78,7 @@ class LoopRequest:
     request_id: str
     seed: int
     voice: str | None = None
+    speed: float = 1.0  # sentence voices: VITS length scale 1 / speed
 
 
 class Loop:

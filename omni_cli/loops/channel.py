@@ -16,6 +16,8 @@ class Channel(Generic[T]):
         self.items: list[T] = []
         self.is_closed = False
         self.max_items: int | None = None  # producer's upper bound, for sizing downstream state
+        # items a pacing reader has finished with; a producer that keeps in step waits for it (None: no one paces)
+        self.num_consumed: int | None = None
         self._listeners: list[Callable[[T | None], None]] = []
 
     def __len__(self) -> int:

@@ -6,8 +6,9 @@ import importlib
 from types import ModuleType
 
 # names a card may use -> modules inside this package (a card never names an import path)
-_MODULES = {"numpy": "omni_cli.backends.toy", "hf": "omni_cli.backends.hf"}
-_PARAMS = {"numpy": "omni_cli.backends.toy.params", "hf": "omni_cli.backends.hf.params"}
+_MODULES = {"numpy": "omni_cli.backends.toy", "hf": "omni_cli.backends.hf", "piper": "omni_cli.backends.piper"}
+_PARAMS = {"numpy": "omni_cli.backends.toy.params", "hf": "omni_cli.backends.hf.params",
+           "piper": "omni_cli.backends.piper.params"}
 
 
 def backend_module(name: str) -> ModuleType:

@@ -26,6 +26,7 @@ from .graph_rules import check_emitters, describe, kinds_match, with_role
 from .ops import OPS, SLOT_KINDS, RequestContext
 from .weight_budget import check_weight_budget
 
+SPEED_RANGE = (0.25, 4.0)  # a request's speed: sentence voices stretch every duration by 1 / speed
 REQUEST_SLOTS = {"text"}  # the program inputs a SpeakRequest fills (see CompiledProgram.wire)
 
 
@@ -60,6 +61,16 @@ class CompiledProgram:
         talker = self.roles.get("talker")  # the talker conditions on the voice: it knows them
         return talker.voices() if talker is not None else list(self.card.voices)
 
+    def _check_speed(self, request: SpeakRequest) -> None:
+        if request.speed is None:
+            return
+        if not any(loop.kind == "sentence_frames" for loop in self.loops.values()):
+            raise SpecError([SpecIssue("<request>", None, "speed",
+                                       f"card {self.card.model!r} has no speed control (a sentence voice has)")])
+        lo, hi = SPEED_RANGE
+        if not lo <= request.speed <= hi:
+            raise SpecError([SpecIssue("<request>", None, "speed", f"speed {request.speed} is outside {lo}..{hi}")])
+
     def wire(self, request_id: str, request: SpeakRequest, emit: Callable[[StreamEvent], None]) -> WiredRequest:
         """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request."""
         voice = request.voice if request.voice is not None else self.card.defaults.voice
@@ -73,7 +84,8 @@ class CompiledProgram:
                              voice, emit)
         slots: dict[str, Any] = {"text": request.text}  # keep REQUEST_SLOTS in step
         states: list[tuple[Loop, LoopState]] = []
-        loop_request = LoopRequest(request_id, request.seed, voice)
+        self._check_speed(request)
+        loop_request = LoopRequest(request_id, request.seed, voice, request.speed or 1.0)
         for node in self.order:
             inputs = [slots[s] for s in node.inputs]
             if node.op is not None:

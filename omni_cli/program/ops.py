@@ -52,6 +52,11 @@ SLOT_KINDS = {
     "ar_stream": "the tokens (and states) an ar_decode loop publishes",
     "codes_feed": "the input of an audio_decode loop",
     "audio_stream": "the chunks an audio_decode loop publishes",
+    "clean_text": "the request's text, checked and cleaned",
+    "phoneme_stream": "the sentences a phonemize loop publishes",
+    "phoneme_feed": "the input of a sentence_frames loop",
+    "frame_stream": "the latent frames a sentence_frames loop publishes",
+    "frame_feed": "the input of a frame_decode loop",
 }
 
 

@@ -18,8 +18,8 @@ MAX_TOKENS_LIMIT = 65536  # no card may ask an AR loop for more steps than this
 
 @dataclass
 class ComponentSpec:
-    backend: Literal["numpy", "hf"]
-    role: Literal["thinker", "talker", "vocoder"]
+    backend: Literal["numpy", "hf", "piper"]
+    role: Literal["thinker", "talker", "vocoder", "phonemizer", "acoustic"]
     params: dict[str, Any] = field(default_factory=dict)  # checked against the backend's schema
 
 

@@ -21,6 +21,7 @@ class SpeakRequest:
     request_id: str | None = None  # None: the engine numbers it
     profile: Literal["serve", "rollout"] = "serve"  # rollout: every WorkUnit also records its behaviour
     replay: Mapping[str, Sequence[int]] | None = None  # rollout re-scoring: each AR loop's tokens, teacher-forced
+    speed: float | None = None  # sentence voices: 2.0 speaks twice as fast (VITS length scale 1/2); None: 1.0
 
     def __post_init__(self) -> None:
         """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""

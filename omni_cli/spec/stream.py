@@ -44,6 +44,14 @@ class AudioChunk:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """Something a person should know about a request that still runs (e.g. characters dropped)."""
+
+    request_id: str
+    message: str
+
+
+@dataclass(frozen=True)
 class RequestDone:
     request_id: str
     status: RequestStatus
@@ -51,4 +59,4 @@ class RequestDone:
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
-StreamEvent = TextPiece | AudioChunk | RequestDone
+StreamEvent = TextPiece | AudioChunk | Notice | RequestDone

@@ -14,7 +14,8 @@ LONG_TEXT = " ".join(["word"] * 390)  # 1,949 characters: about 1 s of engine ti
 
 def proc_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMNI_", "PYTEST_"))}
-    env.update(PYTHONPATH=str(ROOT), HOME=str(home), PYTHONUNBUFFERED="0", COLUMNS="100")
+    env.update(PYTHONPATH=str(ROOT), HOME=str(home), PYTHONUNBUFFERED="0", COLUMNS="100",
+               OMNI_CARD="qwen2_5_omni_toy")  # the runtime's card; tests/piper/ runs the default voice
     return env
 
 

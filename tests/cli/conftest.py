@@ -63,7 +63,7 @@ def spawn(home):
 def program():
     from omni_cli.api import load
 
-    return load()
+    return load("qwen2_5_omni_toy")
 
 
 @pytest.fixture(scope="session")

@@ -128,5 +128,6 @@ def test_every_help_has_examples(omni):
         result = omni(*args, "--help")
         assert result.exit_code == 0 and "omni " in result.stdout and result.stderr == "", args
     speak = omni("speak", "--help").stdout
-    assert "aplay -f S16_LE -r 24000 -c 1" in speak and "sox -t raw -r 24000 -e signed -b 16 -c 1 - out.wav" in speak
+    assert "aplay -f S16_LE -r 22050 -c 1" in speak and "sox -t raw -r 22050 -e signed -b 16 -c 1 - out.wav" in speak
+    assert "24000 Hz for the Qwen2.5-Omni cards" in speak  # raw PCM is at the card's rate
     assert "--force" in speak and "0001.wav" in speak and "141" in speak

@@ -1,0 +1,75 @@
+"""Text -> sentences -> phoneme ids, with gruut (MIT, English lexicon in gruut-lang-en): no espeak-ng."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sentence_types import TEXT_SPLIT, ReadSentence, SplitText
+from .text import readable, split_sentences
+from .voice import VoiceFiles
+
+# Piper's id conventions (the voice was trained with them): ^ opens, $ closes, _ follows every symbol.
+BOS, EOS, PAD = "^", "$", "_"
+_BREAKS = {"|": ",", "\u2016": "."}  # gruut's minor / major break -> the punctuation the voice knows
+
+
+class NothingToSpeak(ValueError):
+    """No readable word is left in the text."""
+
+
+class GruutPhonemizer:
+    """gruut's English text processing: numbers, dates, currency and abbreviations read as words."""
+
+    role = "phonemizer"
+
+    def __init__(self, name: str, voice: VoiceFiles, lang: str):
+        import gruut  # lazy: only cards of this backend pay for it
+
+        self.name = name
+        self.lang = lang
+        self._gruut = gruut
+        self._ids = voice.phoneme_id_map
+        # loads the lexicon, number and currency readers now, not in the first request's steps
+        list(gruut.sentences("Dr. Smith paid $4.50 on May 3rd, 2024.", lang=lang))
+
+    def weight_bytes(self) -> int:
+        return 0  # the lexicon is a sqlite file read on demand
+
+    def split(self, text: str) -> SplitText:
+        clean, dropped = readable(text)
+        sentences = [s for s in split_sentences(clean) if any(ch.isalnum() for ch in s)]
+        if not sentences:
+            named = f" (dropped: {dropped})" if dropped else ""
+            raise NothingToSpeak(f"no word the phonemizer can read in the text{named}")
+        return SplitText(sentences, dropped)
+
+    def read(self, sentence: str) -> ReadSentence:
+        """The sentence as read (numbers and abbreviations in words) and as the voice's phoneme ids."""
+        words: list[str] = []
+        symbols = ""  # words apart, punctuation right after its word, as the voice was trained
+        for found in self._gruut.sentences(sentence, lang=self.lang):
+            for word in found.words:
+                if word.is_break:
+                    mark = word.text if word.text in self._ids else _BREAKS.get((word.phonemes or ["|"])[0], ",")
+                    symbols = symbols.rstrip(" ") + mark + " "
+                    words[-1:] = [words[-1] + word.text] if words else []
+                elif word.phonemes:
+                    symbols += "".join(word.phonemes) + " "
+                    words.append(word.text)
+        ids = list(self._ids[BOS]) + list(self._ids[PAD])
+        for symbol in symbols.strip():
+            if symbol in self._ids:  # gruut's tie bars (d͡ʒ) and the like have no id: the voice reads dʒ
+                ids += self._ids[symbol] + self._ids[PAD]
+        return ReadSentence(" ".join(words), ids + list(self._ids[EOS]))
+
+    def phoneme_ids(self, sentence: str) -> list[int]:
+        return self.read(sentence).phoneme_ids
+
+    def run(self, kind: str, inputs: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for item in inputs:  # gruut is pure Python: nothing to batch; one request's error stays its own
+            try:
+                out.append(self.split(item) if kind == TEXT_SPLIT else self.read(item))
+            except Exception as exc:  # noqa: BLE001 - returned in place of this request's output
+                out.append(exc)
+        return out

@@ -7,12 +7,15 @@ from dataclasses import replace
 import pytest
 
 from omni_cli.loops import LOOP_KINDS, ARChannel, ARDecodeLoop, AudioDecodeLoop, Loop, register_loop_kind
+from omni_cli.loops.frame_decode import FrameDecodeLoop
+from omni_cli.loops.sentences import PhonemizeLoop, SentenceFramesLoop
 from omni_cli.program import compile_program
 from omni_cli.spec import SpecError
 
 
 def test_the_shipped_kinds_are_registered_with_what_cards_and_programs_check():
-    assert LOOP_KINDS == {"ar_decode": ARDecodeLoop, "audio_decode": AudioDecodeLoop}
+    assert LOOP_KINDS == {"ar_decode": ARDecodeLoop, "audio_decode": AudioDecodeLoop, "phonemize": PhonemizeLoop,
+                          "sentence_frames": SentenceFramesLoop, "frame_decode": FrameDecodeLoop}
     assert (ARDecodeLoop.work_unit, ARDecodeLoop.reads, ARDecodeLoop.makes) == ("ar_token", "ar_feed", "ar_stream")
     assert AudioDecodeLoop.roles == ("vocoder",)
 
@@ -35,7 +38,7 @@ def test_a_registered_kind_is_what_a_card_may_name(toy):
     loops = {**card.loops, "thinker_decode": replace(card.loops["thinker_decode"], kind="echo_decode", work_unit=None)}
     variant = replace(card, loops=loops)
     variant.source, variant.located = card.source, card.located
-    with pytest.raises(SpecError, match="expected one of 'ar_decode' \\| 'audio_decode', got 'echo_decode'"):
+    with pytest.raises(SpecError, match="expected one of .*'ar_decode'.*, got 'echo_decode'"):
         compile_program(variant, toy.program)
     register_loop_kind(Echoes)
     try:

@@ -17,11 +17,11 @@ class SpeakRequest:
     voice: str | None = None  # None: the card's default voice
     seed: int = 0
     max_tokens: int | None = None  # cap on the thinker's reply tokens (chat mode)
-    speed: float | None = None  # sentence voices: 2.0 speaks twice as fast (VITS length scale 1/2); None: 1.0
     handoff: Literal["barrier", "stream"] | None = None  # None: as the program says
     request_id: str | None = None  # None: the engine numbers it
     profile: Literal["serve", "rollout"] = "serve"  # rollout: every WorkUnit also records its behaviour
     replay: Mapping[str, Sequence[int]] | None = None  # rollout re-scoring: each AR loop's tokens, teacher-forced
+    speed: float | None = None  # sentence voices: 2.0 speaks twice as fast (VITS length scale 1/2); None: 1.0
 
     def __post_init__(self) -> None:
         """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""

@@ -68,7 +68,7 @@ def load_checkpoint(params: HFParams) -> Loaded:
     dtype = _DTYPES[params.dtype]
     if params.num_threads:
         torch.set_num_threads(params.num_threads)
-    with _quiet_transformers():
+    with quiet_transformers():
         model = Qwen2_5OmniForConditionalGeneration.from_pretrained(
             str(path), dtype=dtype, attn_implementation=params.attn_implementation
         )
@@ -91,7 +91,7 @@ def _voice(name: str, entry: dict[str, Any]) -> Voice:
     )
 
 
-class _quiet_transformers:
+class quiet_transformers:
     """Loading logs config warnings and draws progress bars on stderr; the library never prints."""
 
     def __enter__(self) -> None:

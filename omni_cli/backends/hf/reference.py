@@ -19,14 +19,20 @@ class ReferenceRun:
 class GenerateReference:
     """`Qwen2_5OmniForConditionalGeneration.generate`, greedy talker, timed per request."""
 
-    def __init__(self, model_path: str, talker_eos_ids: list[int]):
-        from transformers import Qwen2_5OmniForConditionalGeneration
+    def __init__(self, model_path: str, talker_eos_ids: list[int], model: object | None = None):
+        """`model`: an already loaded Qwen2_5OmniForConditionalGeneration to share (our components' own,
+        `HFThinker.model`: generate passes positions the same way and keeps no state between calls that
+        our steps read), instead of a second copy of the weights."""
+        if model is None:
+            from transformers import Qwen2_5OmniForConditionalGeneration
 
-        self.model = Qwen2_5OmniForConditionalGeneration.from_pretrained(model_path).eval()
+            model = Qwen2_5OmniForConditionalGeneration.from_pretrained(model_path).eval()
+        self.model = model
         self.talker_eos_ids = talker_eos_ids
 
     def run(self, input_ids: list[int], *, voice: str, seed: int, thinker_max: int, talker_max: int,
-            talker_min: int = 0) -> ReferenceRun:
+            talker_min: int = 0, forced: list[int] | None = None) -> ReferenceRun:
+        """`forced`: the thinker reply to force, EOS included (echo mode), one token per step."""
         import torch
 
         captured = {}
@@ -36,18 +42,33 @@ class GenerateReference:
             captured["talker"] = talker_generate(*args, **kwargs)
             return captured["talker"]
 
+        extra = {} if forced is None else {"thinker_logits_processor": _forcing(forced, len(input_ids))}
         self.model.talker.generate = spy
         try:
             torch.manual_seed(seed)  # token2wav draws its noise from the global generator
             start = time.perf_counter()
             with torch.no_grad():
                 sequences, wave = self.model.generate(
-                    torch.tensor([input_ids]), speaker=voice, thinker_max_new_tokens=thinker_max,
+                    torch.tensor([input_ids], device=self.model.device), speaker=voice, thinker_max_new_tokens=thinker_max,
                     talker_max_new_tokens=talker_max, talker_min_new_tokens=talker_min, talker_do_sample=False,
-                    talker_eos_token_id=self.talker_eos_ids)
+                    talker_eos_token_id=self.talker_eos_ids, **extra)
             latency = time.perf_counter() - start
         finally:
             del self.model.talker.generate
         talker = captured["talker"][0, len(input_ids) + 2:].tolist()
-        samples = wave.reshape(-1).float().numpy()
+        samples = wave.reshape(-1).float().cpu().numpy()
         return ReferenceRun(sequences[0, len(input_ids):].tolist(), talker, samples, latency)
+
+
+def _forcing(forced: list[int], prompt_len: int):
+    """A logits processor that leaves only the next forced token possible (echo mode's thinker)."""
+    import torch
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    class Force(LogitsProcessor):
+        def __call__(self, ids, scores):
+            keep = torch.full_like(scores, -float("inf"))
+            keep[:, forced[ids.shape[1] - prompt_len]] = 0.0
+            return keep
+
+    return LogitsProcessorList([Force()])

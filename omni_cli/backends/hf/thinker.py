@@ -32,6 +32,7 @@ class HFThinker:
     def __init__(self, loaded: Loaded, params: ThinkerParams, name: str = "thinker"):
         self.name = name
         self.module = loaded.model.thinker
+        self.model = loaded.model  # the whole checkpoint: a generate reference can share its weights
         self.device = loaded.device
         self.dtype = loaded.dtype
         self.text_config = self.module.config.text_config

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AdmissionError(RuntimeError):
     """A request can never fit the engine's memory budget."""
@@ -36,3 +38,13 @@ class MemoryBudget:
         if n > self.reserved:
             raise RuntimeError(f"releasing {n} bytes but only {self.reserved} are reserved")
         self.reserved -= n
+
+
+def batch_step_bytes(component: Any, kind: str, step_bytes: list[int]) -> int:
+    """What a batch holds at its peak. The steps add up, unless the component says otherwise: one that
+    runs a kind's members one after another, or shares a per-call workspace across them (hf), knows
+    better (issue 17: a batch of 8 prefills reserved 8 x what one holds)."""
+    combine = getattr(component, "batch_step_bytes", None)
+    if combine is not None:
+        return int(combine(kind, step_bytes))
+    return step_bytes[0] if len(step_bytes) == 1 else sum(step_bytes)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..program import CompiledProgram, WiredRequest
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
-from .admission import AdmissionError, MemoryBudget, mib
+from .admission import AdmissionError, MemoryBudget, batch_step_bytes, mib
 from .events import EventQueue
 from .executor import BatchOutcome, Executor, InlineExecutor
 from .request import EngineRequest, RequestHandle
@@ -171,7 +171,7 @@ class Engine:
         key = id(component)
         if key in self._busy:
             return 0  # one call per component in flight: the plan is made again next tick
-        need = live[0].plan.step_bytes if len(live) == 1 else sum([e.plan.step_bytes for e in live])
+        need = batch_step_bytes(component, live[0].plan.kind, [e.plan.step_bytes for e in live])
         if not self.budget.try_reserve(need):
             if self._in_flight:
                 return 0  # calls in flight hold step bytes: wait for their refund
@@ -294,3 +294,4 @@ class Engine:
     def _trace(self, event: TraceEvent) -> None:
         for fn in self._subscribers:
             fn(event)
+

@@ -59,10 +59,11 @@ class ARDecodeLoop(Loop):
         self._check_fits(feed, feed_max, limit, asked)
         out.prompt_positions = feed.prefill_hint()  # replaced by the real count after the prefill
         out.max_items = limit if feed_max is None else min(limit, feed_max)
+        # the prompt plus every token this loop may make, or less when the feed knows (echo): a feed's
+        # bound alone (the talker's 4096 codes) would reserve for tokens this loop's limit never makes
         hint = feed.max_positions_hint()
-        if hint is None:  # unknown reply length (chat): the prompt plus every token this loop may make
-            hint = feed.prefill_hint() + limit + 1
-        positions = min(hint, self.component.max_positions)
+        most = feed.prefill_hint() + limit + 1
+        positions = min(most if hint is None else min(hint, most), self.component.max_positions)
         return ARState(
             loop_id=self.loop_id, request_id=request_id, feed=feed, out=out,
             cache=self.component.new_cache(),

@@ -52,11 +52,13 @@ class AudioDecodeLoop(Loop):
     def init(self, feed: CodesFeed, out: Channel, request: LoopRequest) -> AudioState:
         return AudioState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
                           vocoder_state=self.component.new_state(request.voice, seed=request.seed),
-                          resident_bytes=self.component.state_bytes())
+                          # sized from this request's limit on codes, not an assumed utterance length
+                          resident_bytes=self.component.state_bytes(feed.max_codes_hint()))
 
     def peak_step_bytes(self, state: AudioState) -> int:
-        most = self.chunk_codes or state.feed.max_codes_hint() or 1
-        return self.component.step_bytes(most)
+        if self.chunk_codes == 0:  # one chunk: the whole utterance, from its start
+            return self.component.step_bytes(state.feed.max_codes_hint() or 1, start=0, is_final=True)
+        return self.component.step_bytes(self.chunk_codes)
 
     def next(self, state: AudioState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
@@ -83,7 +85,7 @@ class AudioDecodeLoop(Loop):
         state.status = LoopStatus.RUNNING
         inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final)
         return WorkPlan(self.loop_id, state.request_id, AUDIO_CHUNK, state.step, (self.loop_id, AUDIO_CHUNK),
-                        self.component.step_bytes(end - start), inputs)
+                        self.component.step_bytes(end - start, start=start, is_final=is_final), inputs)
 
     def advance(self, state: AudioState, plan: WorkPlan, output: VocoderChunkOutput) -> AudioState:
         inputs: VocoderChunkInput = plan.inputs

@@ -92,21 +92,36 @@ def kv_bytes_per_position(config: Any, dtype: torch.dtype) -> int:
     return 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * elem
 
 
-def step_bytes_estimate(config: Any, vocab_size: int, num_new: int, num_positions: int, dtype: torch.dtype) -> int:
-    """Peak activations of a forward adding `num_new` positions to `num_positions` in all: logits of every
-    new position (transformers computes them all), one layer's activations and its attention scores. A
-    decode step may run in a `RaggedBatch`, which holds a copy of the request's cache for the forward
-    (the padding that lines a row up with a longer batch-mate is not counted: at most the difference)."""
+def step_bytes_estimate(config: Any, vocab_size: int, num_new: int, num_positions: int, dtype: torch.dtype,
+                        keeps_hidden_states: bool = False) -> int:
+    """Peak memory of a forward adding `num_new` positions to `num_positions` in all: the logits of every
+    new position (transformers computes them all; we copy out only the last row) or, before them, one
+    layer's MLP activations, whichever is larger; the hidden states of every layer when they are asked
+    for (the thinker: the hand-off reads the last); attention scores. A decode step may run in a
+    `RaggedBatch`, which holds a copy of the request's cache for the forward (the padding that lines a row
+    up with a longer batch-mate is not counted: at most the difference). Checked against the resident set
+    (examples/hf_memory.py, tests/hf/test_hf_memory.py)."""
     elem = torch.finfo(dtype).bits // 8
-    per_position = vocab_size * (elem + 4) + (8 * config.hidden_size + 3 * config.intermediate_size) * elem
+    layers = config.num_hidden_layers + 1 if keeps_hidden_states else 2
+    per_position = (max(vocab_size, 3 * config.intermediate_size) + layers * config.hidden_size) * elem
     scores = config.num_attention_heads * num_new * num_positions * 4
     batch_copy = num_positions * kv_bytes_per_position(config, dtype) if num_new == 1 else 0
     return num_new * per_position + scores + batch_copy
 
 
+def batch_bytes(kind: str, step_bytes: list[int]) -> int:
+    """A thinker or talker batch at its peak: prefills run one forward each (what each keeps is in its
+    cache bytes), decode steps one forward together."""
+    from omni_cli.backends.base import AR_PREFILL
+
+    return max(step_bytes) if kind == AR_PREFILL else sum(step_bytes)
+
+
 def last_logits(logits: torch.Tensor, row: int = 0) -> np.ndarray:
-    # generate copies the last position's logits to float32 before any processing; so do we
-    return logits[row, -1].to(dtype=torch.float32).cpu().numpy()
+    # generate copies the last position's logits to float32 before any processing; so do we. A copy
+    # always: a view of a float32 CPU tensor would keep the whole [positions, vocab] logits alive for
+    # as long as the loop holds the row (33 MB per request for a 55-token prompt at 3B width)
+    return logits[row, -1].to(dtype=torch.float32, device="cpu", copy=True).numpy()
 
 
 def module_bytes(module: torch.nn.Module) -> int:

@@ -24,6 +24,7 @@ from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput, AR
 from omni_cli.backends.hf.ar import (
     ARCache,
     RaggedBatch,
+    batch_bytes,
     decode_positions,
     kv_bytes_per_position,
     last_logits,
@@ -146,6 +147,9 @@ class HFTalker:
 
     def step_bytes(self, num_new: int, num_positions: int) -> int:
         return step_bytes_estimate(self.config, self.vocab_size, num_new, num_positions, self.dtype)
+
+    def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
+        return batch_bytes(kind, step_bytes)
 
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind == AR_PREFILL:

@@ -8,6 +8,7 @@ from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutp
 from omni_cli.backends.hf.ar import (
     ARCache,
     RaggedBatch,
+    batch_bytes,
     decode_positions,
     kv_bytes_per_position,
     last_logits,
@@ -85,10 +86,17 @@ class HFThinker:
         return module_bytes(self.module)
 
     def cache_bytes(self, num_positions: int) -> int:
-        return num_positions * kv_bytes_per_position(self.text_config, self.dtype)
+        # per position: its keys and values, and the last hidden state and input embedding the hand-off
+        # keeps for the talker
+        handoff = 2 * self.text_config.hidden_size * (torch.finfo(self.dtype).bits // 8)
+        return num_positions * (kv_bytes_per_position(self.text_config, self.dtype) + handoff)
 
     def step_bytes(self, num_new: int, num_positions: int) -> int:
-        return step_bytes_estimate(self.text_config, self.vocab_size, num_new, num_positions, self.dtype)
+        return step_bytes_estimate(self.text_config, self.vocab_size, num_new, num_positions, self.dtype,
+                                   keeps_hidden_states=True)
+
+    def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
+        return batch_bytes(kind, step_bytes)
 
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind not in (AR_PREFILL, AR_TOKEN):

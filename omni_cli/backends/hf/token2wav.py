@@ -81,6 +81,8 @@ class HFVocoder:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
         self.lookahead_codes = self.future_frames // self.repeats
         self._features: dict[str, torch.Tensor] = {}  # voice name -> its speaker-encoder output
+        # the CPU convolution copies (reorders) a weight per call: the widest one is BigVGAN's first
+        self._workspace = max(p.numel() * p.element_size() for p in self.bigvgan.parameters())
 
     def _voice_features(self, voice: Voice) -> torch.Tensor:
         features = self._features.get(voice.name)
@@ -100,20 +102,37 @@ class HFVocoder:
     def weight_bytes(self) -> int:
         return module_bytes(self.module)
 
-    def state_bytes(self) -> int:
-        # noise of a one-minute utterance, the BigVGAN overlap and the voice
-        noise = 60 * self.sample_rate // self.hop * self.mel_dim * 4
-        return noise + (self.overlap_frames + 1024) * self.mel_dim * 4
+    def state_bytes(self, max_codes: int | None = None) -> int:
+        """The noise drawn up to the last window's end (in NOISE_GROWTH_FRAMES blocks) for an utterance of
+        `max_codes` codes (None: one minute), and the BigVGAN overlap carried between chunks."""
+        codes = max_codes if max_codes is not None else 60 * self.sample_rate // self.samples_per_code
+        frames = codes * self.repeats + self.future_frames
+        frames = -(-frames // NOISE_GROWTH_FRAMES) * NOISE_GROWTH_FRAMES
+        return (frames + self.overlap_frames) * self.mel_dim * 4
 
-    def step_bytes(self, num_codes: int) -> int:
-        frames = num_codes * self.repeats + self.past_frames + self.future_frames + self.block_frames
+    def step_bytes(self, num_codes: int, *, start: int | None = None, is_final: bool = False) -> int:
+        """A chunk alone: the larger of the DiT's activations over its window and BigVGAN's, which reorders
+        its widest convolution's weight on every call (49.5 MiB at 1,536 channels, measured: it dominates
+        short chunks) and upsamples the kept frames plus the overlap it re-reads."""
+        kept = num_codes * self.repeats
+        if start is None:  # anywhere in the utterance: the most context a window can have
+            before, overlap = self.past_frames + self.block_frames, self.overlap_frames
+        else:
+            first = start * self.repeats
+            before = first - max(0, (first - self.past_frames) // self.block_frames * self.block_frames)
+            overlap = min(self.overlap_frames, first)
+        frames = before + kept + (0 if is_final else self.future_frames)
         dit_cfg = self.dit.config
         dit = 2 * frames * (8 * dit_cfg.hidden_size + dit_cfg.num_attention_heads * frames) * 4
-        bigvgan, channels, length = 0, self.bigvgan.config.upsample_initial_channel, frames + self.overlap_frames
+        act, channels, length = 0, self.bigvgan.config.upsample_initial_channel, kept + overlap
         for rate in self.bigvgan.config.upsample_rates:
             channels, length = channels // 2, length * rate
-            bigvgan = max(bigvgan, 6 * channels * length * 4)  # anti-aliased activations upsample 2x
-        return dit + bigvgan
+            act = max(act, 6 * channels * length * 4)  # anti-aliased activations upsample 2x
+        return max(dit, self._workspace + act)
+
+    def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
+        # one BigVGAN call per batch (up to bigvgan_batch_frames): the weight reorder is made once
+        return sum(step_bytes) - (len(step_bytes) - 1) * self._workspace
 
     def run(self, kind: str, inputs: list[VocoderChunkInput]) -> list[VocoderChunkOutput]:
         """A batch of chunks: DiT windows of equal length and voice are integrated as one batch."""

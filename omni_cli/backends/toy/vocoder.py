@@ -63,11 +63,11 @@ class NumpyVocoder:
         return VocoderState(self.f0_hz[voice] if voice is not None else F0_HIGH_HZ,
                             [np.zeros((k - 1, h), np.float32) for _ in self.rest])
 
-    def state_bytes(self) -> int:
+    def state_bytes(self, max_codes: int | None = None) -> int:  # carried context: independent of length
         h, k = self.params.hidden, self.params.kernel_codes
         return 4 * (len(self.rest) * (k - 1) * h + 3 + self.params.num_harmonics) + 64
 
-    def step_bytes(self, num_codes: int) -> int:
+    def step_bytes(self, num_codes: int, *, start: int | None = None, is_final: bool = False) -> int:
         return 8 * num_codes * SAMPLES_PER_CODE * (self.params.num_harmonics + 6)
 
     def weight_bytes(self) -> int:

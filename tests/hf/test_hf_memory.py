@@ -1,0 +1,71 @@
+"""Memory accounting of the hf backend: state sized from the request's limits, no step output that keeps a
+whole forward alive, batches reserved for what they hold, admission that refuses before allocating.
+
+The resident-set comparison at real width (reserved against measured, 1 and 8 requests) takes about two
+minutes and is `python examples/hf_memory.py CHECKPOINT` (README: figures and where it misses)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from omni_cli.api import load  # noqa: E402
+from omni_cli.backends.base import AR_PREFILL, AR_TOKEN  # noqa: E402
+from omni_cli.backends.hf import build  # noqa: E402
+from omni_cli.backends.hf.ar import last_logits  # noqa: E402
+from omni_cli.backends.hf.token2wav import NOISE_GROWTH_FRAMES  # noqa: E402
+from omni_cli.engine import Engine  # noqa: E402
+from omni_cli.engine.admission import AdmissionError, batch_step_bytes  # noqa: E402
+from omni_cli.spec.request import SpeakRequest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def parts(tiny_checkpoint):
+    return build(None, {}, {"model_path": str(tiny_checkpoint)})
+
+
+def test_last_logits_is_a_copy_not_a_view_of_every_position():
+    logits = torch.randn(1, 55, 1000)
+    row = last_logits(logits)
+    assert row.base is None or not np.shares_memory(row, logits.numpy())  # 55 x vocab is freed with `out`
+    assert np.array_equal(row, logits[0, -1].numpy())
+
+
+def test_vocoder_state_is_sized_from_the_requests_codes(parts):
+    vocoder = parts["vocoder"]
+    frames = 40 * vocoder.repeats + vocoder.future_frames  # the last window's noise, drawn in blocks
+    drawn = -(-frames // NOISE_GROWTH_FRAMES) * NOISE_GROWTH_FRAMES
+    assert vocoder.state_bytes(40) == (drawn + vocoder.overlap_frames) * vocoder.mel_dim * 4
+    assert vocoder.state_bytes(40) < vocoder.state_bytes(None)  # unknown: one minute
+
+
+def test_a_batch_reserves_what_it_holds(parts):
+    thinker, vocoder = parts["thinker"], parts["vocoder"]
+    prefill = [thinker.step_bytes(50, 50), thinker.step_bytes(30, 30)]
+    assert batch_step_bytes(thinker, AR_PREFILL, prefill) == max(prefill)  # one forward after another
+    decode = [thinker.step_bytes(1, 50), thinker.step_bytes(1, 30)]
+    assert batch_step_bytes(thinker, AR_TOKEN, decode) == sum(decode)  # one forward together
+    chunks = [vocoder.step_bytes(8, start=0, is_final=True)] * 3
+    shared = vocoder._workspace  # BigVGAN's widest weight, reordered once per call
+    assert batch_step_bytes(vocoder, "audio_chunk", chunks) == 3 * chunks[0] - 2 * shared
+
+
+def test_the_talker_reserves_for_its_loops_limit_not_the_components(tiny_checkpoint):
+    program = load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)})
+    wired = program.wire("m", SpeakRequest("hello there", mode="echo"), lambda e: None)
+    talker = dict((loop.loop_id, state) for loop, state in wired.states)["talker_decode"]
+    limit = program.card.loops["talker_decode"].max_tokens
+    assert talker.max_positions <= talker.prefill_positions + limit + 1
+
+
+@pytest.mark.slow
+def test_admission_refuses_a_request_that_cannot_fit_before_allocating(realwidth_checkpoint):
+    program = load("qwen2_5_omni", settings={"model_path": str(realwidth_checkpoint)})
+    engine = Engine(program, memory_budget_bytes=16 << 20)  # a 3B-width prefill alone needs ~33 MiB
+    with pytest.raises(AdmissionError) as refused:
+        engine.submit(SpeakRequest("hi there", mode="echo"))
+    assert "\n" not in str(refused.value) and "memory budget" in str(refused.value)
+    assert engine.budget.reserved == 0

@@ -1,32 +1,70 @@
-"""Signals at many moments of a long run: every WAV left behind is readable and holds whole chunks."""
+"""Signals at many moments of a long run: every WAV left behind is readable and holds whole chunks.
+
+Each moment is chosen by what the process has observably done (its signal handlers installed, its
+WAV grown past a size), never by wall-clock time alone: a loaded machine only makes waits longer.
+"""
 
 from __future__ import annotations
 
 import random
 import signal
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from cli_helpers import LONG_TEXT, read_wav
 
 CHUNK_SAMPLES = 10 * 480  # the toy card's vocoder chunk: 10 codes of 480 samples
-MOMENTS = 6  # kill points per signal, spread over start-up, mid-run and the end
+HEADER = 44  # a 16-bit mono WAV's header
+PATIENCE_S = 120.0  # generous: only a process that makes no progress at all runs into it
 
 
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler for signum: omni's entry point installs SIGTERM's first thing."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(mask >> (signum - 1) & 1)
+
+
+def _wait_for(p, reached, what: str) -> None:
+    """Poll until reached() or the process has ended; a process stuck for PATIENCE_S fails the test."""
+    deadline = time.monotonic() + PATIENCE_S
+    while not reached() and p.poll() is None:
+        if time.monotonic() > deadline:
+            pytest.fail(f"no progress in {PATIENCE_S:.0f} s waiting for {what}")
+        time.sleep(0.005)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads signal masks from /proc")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["INT", "TERM", "KILL"])
 def test_a_signal_at_any_moment_leaves_a_valid_file_of_whole_chunks(spawn, home, solo, signum):
     expected = solo(LONG_TEXT)
+    full = HEADER + 2 * expected.size
     rng = random.Random(int(signum))
+    # start-up (handlers just installed), the file just created, three mid-run sizes, the last chunk
+    targets = [None, 0, *(int(full * rng.uniform(0.05, 0.9)) for _ in range(3)), full - 2 * CHUNK_SAMPLES]
     outcomes = []
-    for k in range(MOMENTS):
+    for k, target in enumerate(targets):
         path = home / f"kill{k}.wav"
         p = spawn("speak", LONG_TEXT, "-o", path.name, "-q")
-        # k = 0: while omni is still importing. Earlier than ~0.1 s the signal can land in the
-        # interpreter's own start-up (site import), before any omni code runs: that is Python's.
-        time.sleep(rng.uniform(0.15, 1.5) if k else 0.15)
+        if target is None:
+            # past the interpreter's own start-up (a signal there is Python's, not omni's)
+            _wait_for(p, lambda: _catches(p.pid, signal.SIGTERM), "omni's signal handlers")
+        else:
+            _wait_for(p, lambda: _size(path) >= max(target, 0), f"{path.name} to reach {target} bytes")
         p.send_signal(signum)
-        code = p.wait(timeout=60)
+        code = p.wait(timeout=PATIENCE_S)
         err = p.stderr.read()
         assert b"Traceback" not in err, err
         if not path.exists():

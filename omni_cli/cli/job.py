@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..spec import SpeakRequest
 from .errors import CliError
 from .inputs import check_text, stdin_source, text_source
 from .live import RunView, make_view
@@ -20,7 +21,7 @@ from .tracefile import TraceWriter, run_record
 class SpeakJob:
     text: str | None  # None: stdin lines
     model: ModelOptions
-    request: dict[str, Any]  # seed, max_tokens, voice, mode, handoff
+    request: SpeakRequest  # the template every utterance copies, with its own text
     plan: OutputPlan
     concurrency: int = 4
     trace_path: str | None = None
@@ -28,6 +29,18 @@ class SpeakJob:
     verbose: bool = False
     subscribers: list[Callable] = field(default_factory=list)  # more trace-event listeners (omni trace)
     allow_truncation: bool = False  # a request cut short at a cap still exits 0 (it is reported either way)
+
+
+def request_template(seed: int, max_tokens: int | None, voice: str | None, mode, handoff,
+                     speed: float | None = None) -> SpeakRequest:
+    """The options every utterance shares, checked once; each line becomes `replace(template, text=...)`."""
+    return SpeakRequest("", mode=mode.value if mode else None, voice=voice, seed=seed, max_tokens=max_tokens,
+                        handoff=handoff.value if handoff else None, speed=speed)
+
+
+def request_fields(template: SpeakRequest) -> dict[str, Any]:
+    """The template as the trace's run record shows it (its placeholder text left out)."""
+    return {k: getattr(template, k) for k in ("seed", "max_tokens", "voice", "mode", "handoff", "speed")}
 
 
 def resolve_text(text: str | None) -> str | None:
@@ -53,7 +66,7 @@ def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None)
 def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunView]:
     from ..spec import clean_text
 
-    check_voice(engine, job.request.get("voice"))
+    check_voice(engine, job.request.voice)
     if job.text is not None:  # a bad TEXT fails before any file is created
         clean_text(job.text, engine.program.card.limits.max_text_chars)
     view = view_factory(engine) if view_factory else make_view(engine, sys.stderr, quiet=job.quiet,
@@ -66,7 +79,8 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
 
     def open_trace() -> TraceWriter:
         writer = TraceWriter(job.trace_path, job.plan.force)
-        writer.write(run_record(engine, job.model.card, job.model.program, job.model.settings, job.request))
+        writer.write(run_record(engine, job.model.card, job.model.program, job.model.settings,
+                                request_fields(job.request)))
         return writer
 
     trace = None

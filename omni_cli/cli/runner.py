@@ -7,7 +7,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import FAILURE, OK, PIPE_CLOSED, USAGE, classify, is_internal
@@ -31,7 +31,7 @@ class Driver:
     source: LineSource
     router: Router
     view: Any
-    request: dict[str, Any]  # SpeakRequest fields shared by every utterance
+    request: Any  # the SpeakRequest template: every utterance is it with its own text
     concurrency: int
     on_utterance: Callable[[Utterance], None] | None = None
     allow_truncation: bool = False
@@ -86,11 +86,11 @@ class Driver:
             self._submit(self._pending.popleft())
 
     def _submit(self, line) -> None:
-        from ..spec import SpeakRequest, SpecError
+        from ..spec import SpecError
 
         utt = Utterance(len(self.outcome.utterances) + 1, line.number, line.text, arrived_s=line.arrived_s)
         try:
-            handle = self.engine.submit(SpeakRequest(line.text, **self.request))
+            handle = self.engine.submit(replace(self.request, text=line.text))
         except SpecError as exc:  # this line is bad: speak none after it, finish those before it
             self._fail(USAGE, f"line {line.number}: {exc}" if self.source.is_stream else str(exc))
             self.source.stop()
@@ -148,7 +148,7 @@ class Driver:
             pass
 
 
-def run_utterances(engine, source: LineSource, router: Router, view, request: dict[str, Any], concurrency: int,
+def run_utterances(engine, source: LineSource, router: Router, view, request, concurrency: int,
                    on_utterance: Callable[[Utterance], None] | None = None, *, allow_truncation: bool = False) -> Outcome:
     """The whole run: outputs open, signals caught, closed cleanly however it ends."""
     from ..audio import OutputClosed

@@ -44,6 +44,9 @@ def open_engine(options: ModelOptions):
 
 def check_voice(engine, voice: str | None) -> None:
     """Fail before any output is opened, not at the first request."""
-    known = engine.program.voices()
-    if voice is not None and voice not in known:
-        raise CliError(f"--voice: unknown voice {voice!r} (known: {', '.join(known) or 'none'})")
+    from ..spec import SpecError
+
+    try:
+        engine.program.resolve_voice(voice)  # the same check every request meets in the engine
+    except SpecError as exc:
+        raise CliError(f"--voice: {exc.issues[0].message}") from None

@@ -67,16 +67,14 @@ def speak(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
                                         help="Nothing on stderr but errors.")] = False,
 ) -> None:
-    from .job import SpeakJob, destination, resolve_text, run_job
+    from .job import SpeakJob, destination, request_template, resolve_text, run_job
     from .outputs import plan_outputs
     from .session import ModelOptions
 
     plan = plan_outputs(output, out_dir, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
                          placement, ray_address)
-    request = {"seed": seed, "max_tokens": max_tokens, "voice": voice,
-               "mode": mode.value if mode else None, "handoff": handoff.value if handoff else None,
-               "speed": speed}
+    request = request_template(seed, max_tokens, voice, mode, handoff, speed)
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
                    allow_truncation=allow_truncation)
     outcome, _, view = run_job(job)

@@ -54,7 +54,7 @@ def run(
       omni trace run "Hello, world"
       omni trace run "Tell me a story" --mode chat --handoff barrier
     """
-    from .job import SpeakJob, resolve_text, run_job
+    from .job import SpeakJob, request_template, resolve_text, run_job
     from .live import RunView
     from .outputs import plan_outputs
     from .session import ModelOptions
@@ -66,8 +66,7 @@ def run(
     plan.stdout_free = False  # stdout is the timeline's, not the thinker's text
     model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
                          placement, ray_address)
-    request = {"seed": seed, "max_tokens": max_tokens, "voice": voice,
-               "mode": mode.value if mode else None, "handoff": handoff.value if handoff else None}
+    request = request_template(seed, max_tokens, voice, mode, handoff)
     recorder = Recorder()
     job = SpeakJob(resolve_text(text), model, request, plan, 1, trace, quiet=True, subscribers=[recorder])
     outcome, router, _ = run_job(job, view_factory=lambda engine: RunView(engine, None))

@@ -71,15 +71,20 @@ class CompiledProgram:
         if not lo <= request.speed <= hi:
             raise SpecError([SpecIssue("<request>", None, "speed", f"speed {request.speed} is outside {lo}..{hi}")])
 
-    def wire(self, request_id: str, request: SpeakRequest, emit: Callable[[StreamEvent], None]) -> WiredRequest:
-        """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request."""
-        voice = request.voice if request.voice is not None else self.card.defaults.voice
+    def resolve_voice(self, voice: str | None) -> str | None:
+        """The voice a request speaks in (None: the card's default); SpecError for one the talker lacks."""
+        voice = voice if voice is not None else self.card.defaults.voice
         known = self.voices()
         if voice is None and known:
             voice = known[0]
         if voice is not None and voice not in known:
             raise SpecError([SpecIssue("<request>", None, "voice",
                                        f"unknown voice {voice!r} (known: {', '.join(known) or 'none'})")])
+        return voice
+
+    def wire(self, request_id: str, request: SpeakRequest, emit: Callable[[StreamEvent], None]) -> WiredRequest:
+        """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request."""
+        voice = self.resolve_voice(request.voice)
         ctx = RequestContext(request_id, request, self.card, self.roles, request.mode or self.card.defaults.mode,
                              voice, emit)
         slots: dict[str, Any] = {"text": request.text}  # keep REQUEST_SLOTS in step

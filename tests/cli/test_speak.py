@@ -11,7 +11,22 @@ from cli_helpers import parse_wav, read_wav, stderr_lines
 HELLO = "Hello, world"
 
 
-def test_speak_writes_a_wav_of_the_expected_length(omni, home, solo):
+def made_by(program, text: str = HELLO) -> tuple[int, dict[str, int]]:
+    """(samples, WorkUnits per loop) a text makes, from its decoded tokens and the card's declared sizes:
+    one WorkUnit per token decoded, the codes before the talker's EOS in chunks of the card's chunk_codes,
+    each code the vocoder's samples_per_code. No count read off the toy's random weights."""
+    from omni_cli.engine import Engine
+    from omni_cli.spec import SpeakRequest
+
+    tokens = Engine(program).submit(SpeakRequest(text), collect=True).result().tokens
+    codes = sum(1 for t in tokens["talker_decode"] if t not in program.roles["talker"].eos_token_ids)
+    chunk = program.card.loops["vocoder"].chunk_codes
+    units = {"thinker_decode": len(tokens["thinker_decode"]), "talker_decode": len(tokens["talker_decode"]),
+             "vocoder": -(-codes // chunk)}
+    return codes * program.roles["vocoder"].samples_per_code, units
+
+
+def test_speak_writes_a_wav_of_the_expected_length(omni, home, solo, program):
     result = omni("speak", HELLO, "-o", "hello.wav")
     assert result.exit_code == 0, result.stderr
     rate, samples = read_wav(home / "hello.wav")
@@ -20,14 +35,15 @@ def test_speak_writes_a_wav_of_the_expected_length(omni, home, solo):
     assert np.array_equal(samples, expected)
     assert result.stdout == HELLO + "\n"  # the thinker's text: stdout carries no audio
     lines = stderr_lines(result.stderr)  # no TTY: a short summary, no escape codes
-    assert lines[0].startswith("omni: 1 utterance: 2.24 s of audio") and "\x1b" not in result.stderr
+    assert samples.size == made_by(program)[0]
+    assert lines[0].startswith(f"omni: 1 utterance: {samples.size / rate:.2f} s of audio") and "\x1b" not in result.stderr
 
 
-def test_quiet_prints_nothing_on_stderr_and_verbose_one_line_per_work_unit(omni, home):
+def test_quiet_prints_nothing_on_stderr_and_verbose_one_line_per_work_unit(omni, home, program):
     assert omni("speak", HELLO, "-o", "a.wav", "-q").stderr == ""
     result = omni("speak", HELLO, "-o", "b.wav", "-v")
     units = [line for line in result.stderr.splitlines() if " ms x" in line]
-    assert len(units) == 13 + 112 + 12  # thinker, talker, vocoder WorkUnits of this text
+    assert len(units) == sum(made_by(program)[1].values())  # thinker, talker, vocoder WorkUnits of this text
 
 
 def test_seed_and_voice_change_the_audio(omni, home, solo):
@@ -36,12 +52,13 @@ def test_seed_and_voice_change_the_audio(omni, home, solo):
     assert not np.array_equal(solo(HELLO, seed=7, voice="tenor"), solo(HELLO))
 
 
-def test_json_prints_one_object_per_utterance(omni, home):
+def test_json_prints_one_object_per_utterance(omni, home, program):
     result = omni("speak", HELLO, "-o", "a.wav", "--json", "-q")
     record = json.loads(result.stdout)
     assert record["text"] == HELLO and record["path"] == "a.wav" and record["status"] == "finished"
-    assert record["duration_s"] == pytest.approx(2.24) and record["ttfa_s"] > 0
-    assert record["work_units"] == {"thinker_decode": 13, "talker_decode": 112, "vocoder": 12}
+    samples, units = made_by(program)
+    assert record["duration_s"] == pytest.approx(samples / 24000) and record["ttfa_s"] > 0
+    assert record["work_units"] == units
 
 
 def test_stdout_carries_a_streaming_wav_with_dash(omni, solo):
@@ -51,21 +68,21 @@ def test_stdout_carries_a_streaming_wav_with_dash(omni, solo):
     assert rate == 24000 and np.array_equal(samples, solo(HELLO))
 
 
-def test_raw_pcm_to_stdout_and_to_a_file(omni, home, solo):
+def test_raw_pcm_to_stdout_and_to_a_file(omni, home, solo, program):
     expected = solo(HELLO).tobytes()
     assert omni("speak", HELLO, "-o", "-", "--format", "raw", "-q").stdout_bytes == expected
     omni("speak", HELLO, "-o", "a.raw")
-    assert (home / "a.raw").read_bytes() == expected and len(expected) == 2 * 53760
+    assert (home / "a.raw").read_bytes() == expected and len(expected) == 2 * made_by(program)[0]
 
 
-def test_existing_files_are_kept_without_force(omni, home):
+def test_existing_files_are_kept_without_force(omni, home, program):
     (home / "a.wav").write_bytes(b"precious")
     result = omni("speak", HELLO, "-o", "a.wav")
     assert result.exit_code == 2 and result.stdout == ""
     assert stderr_lines(result.stderr) == ["omni: error: a.wav exists; pass --force to overwrite it"]
     assert (home / "a.wav").read_bytes() == b"precious"
     assert omni("speak", HELLO, "-o", "a.wav", "--force").exit_code == 0
-    assert read_wav(home / "a.wav")[1].size == 53760
+    assert read_wav(home / "a.wav")[1].size == made_by(program)[0]
 
 
 def test_out_dir_with_numbered_files_needs_force(omni, home):

@@ -5,7 +5,7 @@ from omni_cli.program import OPS, list_files, load_card_file, load_program_file,
 
 def test_toy_card_declares_the_cascade():
     card = load_card_file("qwen2_5_omni_toy")
-    assert card.model == "qwen2_5_omni-toy"
+    assert card.model == "qwen2_5_omni_toy"
     assert "text_to_speech" in card.capabilities
     kinds = {name: loop.kind for name, loop in card.loops.items()}
     assert kinds == {"thinker_decode": "ar_decode", "talker_decode": "ar_decode", "vocoder": "audio_decode"}
@@ -16,8 +16,8 @@ def test_toy_card_declares_the_cascade():
 
 def test_cards_resolve_by_name_model_name_and_path():
     path = resolve("cards", "qwen2_5_omni_toy")
-    assert resolve("cards", "qwen2_5_omni-toy") == path
-    assert load_card_file(str(path)).model == "qwen2_5_omni-toy"
+    assert resolve("cards", "qwen2_5_omni_toy") == path
+    assert load_card_file(str(path)).model == "qwen2_5_omni_toy"
     assert any(p.stem == "speak" for p in list_files("programs"))
 
 

@@ -27,7 +27,7 @@ def test_rollout_then_score_reproduces_every_logprob(omni, home):
     lines = scored.stdout.splitlines()
     assert len(lines) == 4 and all(line.endswith("bit-equal") for line in lines), lines
     again = load_run(home / "runs/a-scored")
-    assert [s.meta["scored_with"]["card"] for s in again] == ["qwen2_5_omni-toy"] * 4
+    assert [s.meta["scored_with"]["card"] for s in again] == ["qwen2_5_omni_toy"] * 4
 
 
 def test_score_fails_when_a_record_does_not_reproduce(omni, home):

@@ -25,7 +25,7 @@ def test_trace_file_schema(omni, home):
     run = records[0]
     assert run["event"] == "run"
     assert {"card", "program", "settings", "version", "started_at"} <= set(run)
-    assert run["card"] == "qwen2_5_omni-toy" and run["program"] == "speak" and run["loops"] == LOOPS
+    assert run["card"] == "qwen2_5_omni_toy" and run["program"] == "speak" and run["loops"] == LOOPS
     units = [r for r in records if r["event"] == "work_unit"]
     assert units and all(WORK_UNIT_KEYS <= set(u) for u in units)
     assert {u["loop"] for u in units} == set(LOOPS) and max(u["batch_size"] for u in units) > 1
@@ -131,3 +131,16 @@ def test_every_help_has_examples(omni):
     assert "aplay -f S16_LE -r 22050 -c 1" in speak and "sox -t raw -r 22050 -e signed -b 16 -c 1 - out.wav" in speak
     assert "24000 Hz for the Qwen2.5-Omni cards" in speak  # raw PCM is at the card's rate
     assert "--force" in speak and "0001.wav" in speak and "141" in speak
+
+
+def test_every_shipped_card_goes_by_its_file_name_in_lists_shows_and_traces(omni, home):
+    """Issue 18: the toy card's file is qwen2_5_omni_toy but lists and traces said qwen2_5_omni-toy."""
+    from omni_cli.program import list_files
+
+    stems = sorted(path.stem for path in list_files("cards"))
+    listed = omni("cards", "list").stdout.splitlines()[1:]
+    assert sorted(row.split()[0] for row in listed) == stems
+    for stem in stems:
+        assert omni("cards", "show", stem).stdout.split()[0] == stem
+    run = json.loads(make_trace(omni, home, ("One",)).read_text(encoding="utf-8").splitlines()[0])
+    assert run["card"] == "qwen2_5_omni_toy" == run["card_arg"]

@@ -68,5 +68,5 @@ def test_json_record_has_the_voice_rate_and_speed_shortens(tmp_path):
 def test_speed_on_a_card_without_it_is_one_line_and_exit_2(tmp_path):
     done = omni("speak", "Hi", "--card", "qwen2_5_omni_toy", "--speed", "2", "-o", "t.wav", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["omni: error: <request>: speed: card 'qwen2_5_omni-toy' has no "
+    assert done.stderr.strip().splitlines() == ["omni: error: <request>: speed: card 'qwen2_5_omni_toy' has no "
                                                 "speed control (a sentence voice has)"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -9,16 +13,33 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from omni_cli.backends.hf.tiny import build_tiny_checkpoint  # noqa: E402
-
 # two cores shared with other test processes: OpenMP threads spin-wait and stall for seconds under
 # contention, one thread does not (both sides of every parity check run in this process alike)
 torch.set_num_threads(1)
 
 
+@dataclass(frozen=True)
+class TinyBuild:
+    path: Path
+    stdout: str
+    stderr: str  # what the builder wrote to stderr: nothing (issue 18: it printed ten config warnings)
+
+
 @pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("qwen2_5_omni_tiny"))
+def tiny_build(tmp_path_factory: pytest.TempPathFactory) -> TinyBuild:
+    """The checkpoint as a user builds it (`python -m omni_cli.backends.hf.tiny DIR`), in a fresh process:
+    transformers warns once per process, so only a fresh one shows every warning the build causes."""
+    directory = tmp_path_factory.mktemp("qwen2_5_omni_tiny")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "omni_cli.backends.hf.tiny", str(directory)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return TinyBuild(directory, done.stdout, done.stderr)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tiny_build: TinyBuild) -> Path:
+    return tiny_build.path
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,16 +93,53 @@ def _voice(name: str, entry: dict[str, Any]) -> Voice:
     )
 
 
-class quiet_transformers:
+class no_progress_bars:
+    """transformers draws progress bars on stderr (loading, writing shards); the library never prints."""
+
+    def __enter__(self) -> None:
+        self._bars = transformers.logging.is_progress_bar_enabled()
+        transformers.logging.disable_progress_bar()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bars:
+            transformers.logging.enable_progress_bar()
+
+
+class quiet_transformers(no_progress_bars):
     """Loading logs config warnings and draws progress bars on stderr; the library never prints."""
 
     def __enter__(self) -> None:
         self._level = transformers.logging.get_verbosity()
-        self._bars = transformers.logging.is_progress_bar_enabled()
         transformers.logging.set_verbosity_error()
-        transformers.logging.disable_progress_bar()
+        super().__enter__()
 
     def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
         transformers.logging.set_verbosity(self._level)
-        if self._bars:
-            transformers.logging.enable_progress_bar()
+
+
+# transformers checks every `*_token_id` of the talker's config against the talker's (codec) vocabulary,
+# but these name thinker tokens (text PAD/BOS/EOS, the vision and audio markers): every Qwen2.5-Omni
+# config, released ones included, is warned about, and so is the default config that saving builds to
+# diff against. Nothing is wrong with them; any other warning still shows.
+_THINKER_IDS_IN_TALKER = re.compile(
+    r"Model config: (tts_text_(start|end|pad)|vision_(start|end)|audio_(start|end))_token_id must be `None` "
+    r"or an integer within the vocabulary"
+)
+
+
+class _DropThinkerIdWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _THINKER_IDS_IN_TALKER.match(record.getMessage())
+
+
+class talker_id_warnings_dropped:
+    """Drop exactly transformers' warnings about the talker config's thinker token ids (see above)."""
+
+    def __enter__(self) -> None:
+        self._logger = logging.getLogger("transformers.configuration_utils")
+        self._filter = _DropThinkerIdWarnings()
+        self._logger.addFilter(self._filter)
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeFilter(self._filter)

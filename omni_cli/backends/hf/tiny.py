@@ -71,7 +71,15 @@ def build_tiny_checkpoint(directory: Path) -> Path:
     """Random weights whose greedy run of PROMPT stops by itself: the thinker's EOS is chosen as a token
     it first emits at step THINKER_STOP_AT; unless the talker emits codec EOS by itself, codec_head rows
     are swapped so that its step-TALKER_STOP_AT token becomes codec EOS (both trajectories are
-    unchanged before that)."""
+    unchanged before that). Writes nothing to stderr: transformers' warnings about the talker's thinker
+    ids are dropped (loading.talker_id_warnings_dropped), and its shard-writing bars are off."""
+    from .loading import no_progress_bars, talker_id_warnings_dropped
+
+    with talker_id_warnings_dropped(), no_progress_bars():
+        return _build(directory)
+
+
+def _build(directory: Path) -> Path:
     import torch
     from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration
 
@@ -131,7 +139,10 @@ def build_tiny_checkpoint(directory: Path) -> Path:
         speaker="Chelsie",
         thinker_max_new_tokens=12,
         talker_max_new_tokens=TALKER_STOP_AT + 20,
-        talker_do_sample=False,
+        talker_do_sample=False,  # greedy: no sampling knobs (set, transformers warns they are ignored)
+        talker_top_k=None,
+        talker_top_p=None,
+        talker_temperature=None,
         talker_eos_token_id=talker_eos,
     )
     del model.talker.generate

@@ -28,9 +28,11 @@ def is_internal(exc: BaseException) -> bool:
     """Not one of the errors omni reports by design: --debug shows its traceback."""
     from ..audio import AudioOutputError
     from ..engine import AdmissionError
+    from ..engine.executors import WorkerDied
     from ..spec import SpecError
 
-    return not isinstance(exc, (CliError, SpecError, AudioOutputError, AdmissionError, OSError, MemoryError, ImportError))
+    return not isinstance(exc, (CliError, SpecError, AudioOutputError, AdmissionError, WorkerDied, OSError, MemoryError,
+                                ImportError))
 
 
 def classify(exc: BaseException) -> tuple[int, str]:
@@ -39,6 +41,7 @@ def classify(exc: BaseException) -> tuple[int, str]:
     from ..audio import AudioOutputError
     from ..backends.base import BackendUnavailable
     from ..engine import AdmissionError
+    from ..engine.executors import WorkerDied
     from ..spec import SpecError
 
     if isinstance(exc, CliError):
@@ -46,7 +49,7 @@ def classify(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, SpecError):
         more = " (see `omni cards validate`)" if len(exc.issues) > 1 else ""
         return USAGE, one_line(exc) + more
-    if isinstance(exc, (AudioOutputError, AdmissionError, BackendUnavailable)):
+    if isinstance(exc, (AudioOutputError, AdmissionError, BackendUnavailable, WorkerDied)):
         return FAILURE, one_line(exc)
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""

@@ -93,7 +93,8 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
         for fn in job.subscribers:
             engine.subscribe(fn)
         on_utterance = trace.utterance if trace is not None else None
-        outcome = run_utterances(engine, source, router, view, job.request, job.concurrency, on_utterance,
+        in_flight = job.concurrency * job.model.replicas  # the pool gives each replica at most -j
+        outcome = run_utterances(engine, source, router, view, job.request, in_flight, on_utterance,
                                  allow_truncation=job.allow_truncation)
     finally:
         if trace is not None:

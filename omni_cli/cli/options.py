@@ -53,6 +53,11 @@ Placement = Annotated[str | None, typer.Option(
 RayAddress = Annotated[str | None, typer.Option(
     "--ray-address", metavar="auto|HOST:PORT", rich_help_panel=MODEL,
     help="Join this Ray cluster for components placed on ray; default: start a local Ray.")]
+MAX_REPLICAS = 64  # each replica holds the whole model: more than this is a typo, not a plan
+Replicas = Annotated[int, typer.Option(
+    "--replicas", min=1, max=MAX_REPLICAS, rich_help_panel=MODEL,
+    help="Whole engines to spread the lines over (each with its own copy of the model and -j utterances): "
+         "local processes, or Ray actors with --ray-address or --placement ray. Same files as one engine.")]
 Policy_ = Annotated[Policy, typer.Option("--policy", rich_help_panel=MODEL, help="Scheduling policy.")]
 Seed = Annotated[int, typer.Option("--seed", "-s", min=0, max=2**32 - 1, rich_help_panel=REQUEST,
                                    help="Sampling seed: same seed, same audio.")]

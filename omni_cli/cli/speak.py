@@ -55,11 +55,11 @@ def speak(
     as_json: Annotated[bool, typer.Option("--json", rich_help_panel=o.OUTPUT,
                                           help="One JSON object per utterance on stdout.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, max=256, rich_help_panel=o.REQUEST,
-                                             help="Utterances in the engine at once.")] = 4,
+                                             help="Utterances in the engine (in each replica) at once.")] = 4,
     trace: o.Trace = None, force: o.Force = False,
     card: o.Card = DEFAULT_CARD, program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
-    placement: o.Placement = None, ray_address: o.RayAddress = None,
+    placement: o.Placement = None, ray_address: o.RayAddress = None, replicas: o.Replicas = 1,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
     handoff: o.Handoff_ = None, speed: o.Speed = None,
     allow_truncation: Annotated[bool, typer.Option(
@@ -76,7 +76,7 @@ def speak(
 
     plan = plan_outputs(output, out_dir, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
-                         placement, ray_address)
+                         placement, ray_address, replicas)
     request = request_template(seed, max_tokens, voice, mode, handoff, speed)
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
                    allow_truncation=allow_truncation)

@@ -50,3 +50,10 @@ def test_pipeline_script_gives_a_file_and_a_json_line_per_input_line(tmp_path):
     assert (tmp_path / "out" / "trace.jsonl").stat().st_size > 0
     raw_bytes = int(done.stdout.split()[-1])  # the last line: bytes of raw s16le PCM through the pipe
     assert raw_bytes > 0 and raw_bytes % 2 == 0
+
+
+def test_replicas_wall_runs_both_and_finds_the_same_files():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "replicas_wall.py"), "--lines", "4", "--rounds", "1"],
+                          capture_output=True, text=True, env=ENV, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].endswith("same files: yes"), done.stdout

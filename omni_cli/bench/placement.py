@@ -46,12 +46,26 @@ def placement_suite(program: CompiledProgram, kinds: list[str], *, num_requests:
         result = run_workload(program, workload, f"placement-{kind}")
         inline = inline or result
         summary = result.summary()
-        rows.append({**call_cost(program, kind).summary(),
+        rows.append({**call_cost(program, kind).summary(), **driver_crossing(program, kind, workload),
                      "audio_s_per_wall_s": summary["audio_s_per_wall_s"],
                      "vs_inline": result.wall_s and inline.wall_s / result.wall_s,
                      "same_audio": result.digests == inline.digests,
                      "concurrency": concurrency, "requests": num_requests})
     return rows
+
+
+def driver_crossing(program: CompiledProgram, kind: str, workload) -> dict:
+    """The bytes that cross the driver per WorkUnit on `kind`, from a metered run of the same workload
+    (a run of its own: pickling to count costs time). Inline and thread share the driver's memory: 0."""
+    from .crossing import metered, totals
+    from .workload import run_workload
+
+    specs = placed(program, kind)
+    if not any(spec.is_remote for spec in specs.values()):
+        return totals([])
+    executors, crossings = metered(program, make_executors(program, specs), {n: s.is_remote for n, s in specs.items()})
+    run_workload(program, workload, f"crossing-{kind}", executors=executors)
+    return totals(crossings)
 
 
 def placed(program: CompiledProgram, kind: str):

@@ -136,11 +136,11 @@ class FirstChunkPath:
 
 
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
-                 keep_outputs: bool = False) -> BenchResult:
+                 keep_outputs: bool = False, executors: dict | None = None) -> BenchResult:
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
-    keep_outputs: also return each request's tokens and waveform (to compare with a reference)."""
-    executors = None
-    if workload.placement != "inline":
+    keep_outputs: also return each request's tokens and waveform (to compare with a reference).
+    executors: started ones to run on (the engine closes them), instead of the workload's placement's."""
+    if executors is None and workload.placement != "inline":
         from .placement import placed
 
         executors = make_executors(program, placed(program, workload.placement))

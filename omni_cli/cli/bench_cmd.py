@@ -120,11 +120,27 @@ def _render_placement(program, kinds: str, requests: int, chars: int, concurrenc
     typer.echo(f"placements: {requests} utterances at concurrency {concurrency}; per call: one thinker token, "
                "one call in flight (medians)")
     typer.echo(f"  {'placement':<9}{'audio/wall':>11}{'x inline':>9}{'same':>6}{'call us':>9}"
-               f"{'comp us':>9}{'overhead us':>12}{'bytes/call':>11}")
+               f"{'comp us':>9}{'overhead us':>12}{'bytes/call':>11}{'driver B/WU':>12}")
     for r in rows:
         typer.echo(f"  {r['placement']:<9}{r['audio_s_per_wall_s']:>11.1f}{r['vs_inline']:>9.2f}"
                    f"{'yes' if r['same_audio'] else 'NO':>6}{r['call_us']:>9.0f}{r['component_us']:>9.0f}"
-                   f"{r['overhead_us']:>12.0f}{r['bytes_per_call']:>11}")
+                   f"{r['overhead_us']:>12.0f}{r['bytes_per_call']:>11}{r['driver_bytes_per_unit']:>12.0f}")
+    metered = [r for r in rows if r["by_component"]]
+    if metered:
+        typer.echo("bytes through the driver per WorkUnit, out to the worker + back, and of those the thinker -> "
+                   "talker hand-off (a metered run of the same workload; inline and thread: 0)")
+    for r in metered:
+        parts = [f"{c['component']} {c['sent_per_unit']:.0f} + {c['received_per_unit']:.0f}" + _carried(c)
+                 for c in r["by_component"]]
+        typer.echo(f"  {r['placement']:<9}" + ", ".join(parts) + f"; all: {r['driver_bytes_per_unit']:.0f}, "
+                   f"hand-off {r['handoff_bytes_per_unit']:.0f}")
+
+
+def _carried(c: dict) -> str:
+    """Of a component's bytes: the conditioning it was sent and the hidden states it sent back."""
+    parts = [f"conditioning {c['conditioning_out_per_unit']:.0f} out"] if c["conditioning_out_per_unit"] else []
+    parts += [f"hidden {c['hidden_back_per_unit']:.0f} back"] if c["hidden_back_per_unit"] else []
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _render_recording(program, requests: int, chars: int, concurrency: int, as_json: bool) -> None:

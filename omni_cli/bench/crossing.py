@@ -30,8 +30,10 @@ class Crossing:
     work_units: int = 0
     sent_bytes: int = 0  # driver -> worker: the inputs (and each state's one trip)
     received_bytes: int = 0  # worker -> driver: the outputs
-    hidden_back_bytes: int = 0  # of the outputs: hidden states and input embeddings (what a talker conditions on)
-    conditioning_out_bytes: int = 0  # of the inputs: prefill payloads and per-step conditioning made from them
+    # of those, the arrays' own bytes: hidden states and input embeddings back (what a talker conditions on),
+    # and the prefill payloads and per-step conditioning made from them going out
+    hidden_back_bytes: int = 0
+    conditioning_out_bytes: int = 0
 
     def per_unit(self) -> dict[str, float]:
         units = max(self.work_units, 1)
@@ -58,7 +60,7 @@ class MeteredExecutor(Executor):
         if not self.crosses:
             return self.inner.submit(kind, inputs)
         crossing.sent_bytes += _size((kind, self._as_sent.outbound(inputs)))
-        crossing.conditioning_out_bytes += sum(_size(v) for item in inputs if isinstance(item, ARStepInput)
+        crossing.conditioning_out_bytes += sum(_payload(v) for item in inputs if isinstance(item, ARStepInput)
                                       for v in (item.prefill, item.cond) if v is not None)
         future = self.inner.submit(kind, inputs)
         future.add_done_callback(self._count_outputs)
@@ -68,7 +70,7 @@ class MeteredExecutor(Executor):
         if future.exception() is None:
             outcome = future.result()
             self.crossing.received_bytes += _size(outcome)
-            self.crossing.hidden_back_bytes += sum(_size(v) for o in outcome.outputs if isinstance(o, ARStepOutput)
+            self.crossing.hidden_back_bytes += sum(_payload(v) for o in outcome.outputs if isinstance(o, ARStepOutput)
                                                for v in (o.hidden, o.embeds) if v is not None)
 
     def close(self) -> None:
@@ -77,6 +79,12 @@ class MeteredExecutor(Executor):
 
 def _size(value: Any) -> int:
     return len(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+
+
+def _payload(value: Any) -> int:
+    """An array's own bytes (numpy and torch say `nbytes`), without its pickle framing."""
+    nbytes = getattr(value, "nbytes", None)
+    return int(nbytes) if isinstance(nbytes, int) else _size(value)
 
 
 def metered(program: Any, executors: dict[str, Executor], remote: dict[str, bool]) -> tuple[dict[str, Executor],

@@ -117,3 +117,23 @@ def test_a_closed_stdout_pipe_exits_141_with_replicas(spawn, home):
     p.stdout.close()
     assert p.wait(timeout=DEADLINE_S) == 141
     assert p.stderr.read() == b""
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"  # a zombie has exited; only its parent's wait is missing
+
+
+@pytest.mark.parametrize("args, workers", [(["--replicas", "2"], 2), (["--placement", "process"], 3)])
+def test_worker_processes_exit_when_omni_is_killed_outright(spawn, home, args, workers):
+    p = spawn("speak", "-", "--out-dir", "out", "-q", *args, stdin=subprocess.PIPE)
+    victims = wait_for(lambda: len(replica_pids(p.pid)) == workers and replica_pids(p.pid), p)
+    p.kill()  # SIGKILL: no handler runs, nothing closes the workers' queues
+    p.wait()
+    end = time.monotonic() + 20
+    while any(running(v) for v in victims) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not [v for v in victims if running(v)], "a worker process outlived omni"

@@ -18,7 +18,7 @@ from typing import Any
 from ..executor import BatchOutcome, Executor
 from .failures import WorkerDied, cancelled_future, first_line, translated
 from .handles import StateTracker
-from .worker import ComponentWorker, WorkerSpec, portable, thread_environment
+from .worker import ComponentWorker, WorkerSpec, exit_with_parent, portable, thread_environment
 
 START_TIMEOUT_S = 120.0
 
@@ -26,9 +26,10 @@ _worker: ComponentWorker | None = None  # in the child: the one component it ser
 _start_error: BaseException | None = None
 
 
-def _start(spec: WorkerSpec) -> None:
+def _start(spec: WorkerSpec, parent: int) -> None:
     global _worker, _start_error
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent(parent)
     try:
         _worker = ComponentWorker(spec)
     except BaseException as exc:  # reported by the first call, with the card's own message
@@ -53,7 +54,7 @@ class ProcessExecutor(Executor):
         os.environ.update(thread_environment(spec.num_threads))
         try:
             self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_start, initargs=(spec,))
+                                             initializer=_start, initargs=(spec, os.getpid()))
             first = self._pool.submit(_call, "live_states", [])
         finally:
             for key, value in saved.items():

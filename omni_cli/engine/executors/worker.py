@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import threading
 import time
 from typing import Any
 
@@ -71,6 +72,21 @@ class ComponentWorker:
         """How many requests' states this component holds (after freeing `released`)."""
         self.table.release(released)
         return len(self.table)
+
+
+def exit_with_parent(parent: int, every_s: float = 0.5) -> None:
+    """In a worker process: exit when `parent` (the pid that started it, taken there) is gone (killed
+    with SIGKILL, say). A pool's idle worker waits on its call queue, and a killed parent does not close
+    that queue, so without this it would wait forever as an orphan. Polls: an orphan's parent pid changes.
+    The pid comes from the parent: one read here could already be the orphan's new parent.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="omni-parent-watch", daemon=True).start()
 
 
 def portable(output: Any) -> Any:

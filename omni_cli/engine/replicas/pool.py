@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any
@@ -44,7 +45,7 @@ class ReplicaPool:
         self._active: list[dict[str, None]] = [{} for _ in replicas]  # request ids, in submission order
         self._dead: list[str | None] = [None] * len(replicas)
         self._in_flight: dict[Future[Report], int] = {}
-        self._ready: list[StreamEvent] = []
+        self._ready: deque[StreamEvent] = deque()
         self._subscribers: list[Callable[[TraceEvent], None]] = []
         self._cancel_requested = False
         self._count = 0
@@ -89,7 +90,7 @@ class ReplicaPool:
         """Drive every replica until all are idle, yielding their events as each exchange returns."""
         while True:
             while self._ready:
-                yield self._ready.pop(0)
+                yield self._ready.popleft()
             if self.is_idle:
                 return
             self._launch()

@@ -8,6 +8,7 @@ one with one line naming it: `replica 2: its worker process died (…)`.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -16,7 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ..executors.failures import WorkerDied, cancelled_future, first_line, translated
-from ..executors.worker import portable
+from ..executors.worker import exit_with_parent, portable
 from .server import ReplicaServer, Report
 
 START_TIMEOUT_S = 120.0
@@ -26,9 +27,10 @@ _server: ReplicaServer | None = None  # in a replica's process: its engine
 _start_error: BaseException | None = None
 
 
-def _start(make_engine: Callable[[], Any]) -> None:
+def _start(make_engine: Callable[[], Any], parent: int) -> None:
     global _server, _start_error
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver decides
+    exit_with_parent(parent)
     try:
         _server = ReplicaServer(make_engine)
     except BaseException as exc:  # reported by the first call, with the card's own message
@@ -50,7 +52,7 @@ class ProcessReplica:
         self.name = f"replica {index + 1}"
         self._dead: WorkerDied | None = None
         self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_start, initargs=(make_engine,))
+                                         initializer=_start, initargs=(make_engine, os.getpid()))
         self._hello = self._pool.submit(_call, "hello")
 
     def wait_started(self) -> float:

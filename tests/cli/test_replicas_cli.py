@@ -41,6 +41,15 @@ def test_two_replicas_write_one_engine_s_files_and_json(omni, home):
     assert records(two.stdout) == same_paths  # input order, same replies, samples and WorkUnits
 
 
+def test_a_bad_line_stops_the_input_there_as_with_one_engine(omni, home):
+    text = "One.\nTwo.\n" + "x" * 2500 + "\nFour.\n"  # line 3 is over the card's 2000 characters
+    one = omni("speak", "-", "--out-dir", "one", "--json", "-q", input=text)
+    two = omni("speak", "-", "--out-dir", "two", "--json", "-q", "--replicas", "2", input=text)
+    assert one.exit_code == two.exit_code == 2
+    assert stderr_lines(two.stderr) == stderr_lines(one.stderr) and "line 3:" in two.stderr
+    assert files(home / "two") == files(home / "one") and len(files(home / "one")) == 2
+
+
 @pytest.mark.parametrize("value", ["0", "65", "two"])
 def test_a_bad_replica_count_is_one_line_and_exit_2(omni, home, value):
     result = omni("speak", "Hi", "--out-dir", "out", "--replicas", value)

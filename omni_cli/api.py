@@ -6,13 +6,12 @@ from typing import Any
 
 from .defaults import DEFAULT_CARD
 from .engine import Engine
-from .program import CompiledProgram, compile_program, load_card_file, load_program_file
+from .program import CompiledProgram, compile_program, load_checked
 
 
 def load(card: str = DEFAULT_CARD, program: str | None = None, settings: dict[str, Any] | None = None) -> CompiledProgram:
     """Compile a card (name or path) with a program (name or path; default: the card's)."""
-    card_spec = load_card_file(card)
-    program_spec = load_program_file(program or card_spec.defaults.program)
+    card_spec, program_spec = load_checked(card, program)
     return compile_program(card_spec, program_spec, settings)
 
 

@@ -99,7 +99,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "card_two_loops_one_component.yaml": (35, "loops.talker_decode.component", "already driven by loop 'thinker_decode'"),
     "card_duplicate_prompt_slot.yaml": (37, "loops.talker_decode.prompt_slot", "already the prompt slot"),
     "card_voice_default_not_in_voices.yaml": (47, "defaults.voice", "unknown voice (card voices: alto, tenor)"),
-    "card_three_mistakes.yaml": (32, "loops.thinker_decode.max_tokens", "expected integer, got string"),
+    "card_three_mistakes.yaml": (7, "seed", "must be at least 0, got -5"),
     # programs: syntax and encoding
     "program_yaml_syntax_error.yaml": (14, "", "YAML syntax error"),
     "program_slot_kind_mismatch.yaml": (18, "nodes.7.inputs.0", "but op 'emit_audio' reads the chunks"),

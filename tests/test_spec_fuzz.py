@@ -11,7 +11,7 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from omni_cli.program import compile_program, load_card_file, load_program_file
+from omni_cli.program import compile_program, load_card_file, load_checked, load_program_file
 from omni_cli.spec import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,26 +113,45 @@ def good():
 
 
 def check(kind: str, data: bytes, fuzz_dir: Path, good: dict) -> None:
-    """Load and compile `data` as a `kind` file paired with the other good file: success or SpecError only."""
+    """Load and compile `data` as a `kind` file paired with the other good file: success or SpecError only.
+
+    The one-pass check (`load_checked`, what `omni cards validate` and `omni speak` run) must agree: it refuses
+    what loading stage by stage refuses, with at least the same issues, and accepts what compiles (issue 18).
+    """
     path = fuzz_dir / f"{kind}.yaml"
     path.write_bytes(data)
+    pair = (str(path), str(GOOD["program"])) if kind == "card" else (str(GOOD["card"]), str(path))
+    try:
+        load_checked(*pair)
+        in_one_pass = None
+    except SpecError as exc:
+        in_one_pass = exc
+        assert_well_placed(exc, kind, path, data)
     try:
         if kind == "card":
             compile_program(load_card_file(str(path)), good["program"])
         else:
             compile_program(good["card"], load_program_file(str(path)))
         event("accepted")
+        assert in_one_pass is None, f"compiles, but the one-pass check refused it: {in_one_pass}"
     except SpecError as exc:
         event("refused")  # --hypothesis-show-statistics: how many mutants were refused vs accepted
-        assert exc.issues
-        # a card change can break the program against it (a renamed prompt slot): then the program is named
-        files = {str(path), str(GOOD["program" if kind == "card" else "card"])}
-        for issue in exc.issues:
-            assert issue.file in files, issue
-            if issue.file == str(path):
-                assert issue.line is None or 1 <= issue.line <= data.count(b"\n") + 1, issue
-            assert "\n" not in str(issue) and "\r" not in str(issue)
-        assert "\n" not in str(exc) and "\r" not in str(exc)
+        assert_well_placed(exc, kind, path, data)
+        if in_one_pass is not None:  # else only building the components refused it: no check without weights can
+            missed = set(exc.issues) - set(in_one_pass.issues)
+            assert not missed, f"stage by stage found {missed}, not in one pass: {in_one_pass.issues}"
+
+
+def assert_well_placed(exc: SpecError, kind: str, path: Path, data: bytes) -> None:
+    assert exc.issues
+    # a card change can break the program against it (a renamed prompt slot): then the program is named
+    files = {str(path), str(GOOD["program" if kind == "card" else "card"])}
+    for issue in exc.issues:
+        assert issue.file in files, issue
+        if issue.file == str(path):
+            assert issue.line is None or 1 <= issue.line <= data.count(b"\n") + 1, issue
+        assert "\n" not in str(issue) and "\r" not in str(issue)
+    assert "\n" not in str(exc) and "\r" not in str(exc)
 
 
 @pytest.mark.parametrize("kind", ["card", "program"])

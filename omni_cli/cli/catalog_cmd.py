@@ -114,13 +114,9 @@ def cards_validate(names: Annotated[list[str] | None, typer.Argument(
       omni cards validate
       omni cards validate my_card.yaml other.yaml
     """
-    from ..program import check_program, list_files, load_card_file, load_program_file
+    from ..program import list_files, load_checked
 
-    def check(name: str) -> None:
-        card = load_card_file(name)
-        check_program(card, load_program_file(card.defaults.program))
-
-    _validate("card", names or [str(p) for p in list_files("cards")], check)
+    _validate("card", names or [str(p) for p in list_files("cards")], load_checked)
 
 
 def _validate(kind: str, targets: list[str], check) -> None:
@@ -155,11 +151,10 @@ def programs_validate(names: Annotated[list[str] | None, typer.Argument(
       omni programs validate
       omni programs validate my_program.yaml --card qwen2_5_omni
     """
-    from ..program import check_program, list_files, load_card_file, load_program_file
+    from ..program import list_files, load_card_file, load_checked
 
-    card_spec = load_card_file(card)
-    _validate("program", names or [str(p) for p in list_files("programs")],
-              lambda name: check_program(card_spec, load_program_file(name)))
+    load_card_file(card)  # a bad card is one error, not the same issues under every program
+    _validate("program", names or [str(p) for p in list_files("programs")], lambda name: load_checked(card, name))
 
 
 @programs.command("list")

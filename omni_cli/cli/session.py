@@ -26,16 +26,15 @@ def open_engine(options: ModelOptions):
     """Compile the card and program and start an engine. Raises SpecError / CliError for bad input."""
     from ..engine import Engine
     from ..engine.executors import make_executors, placement_of
-    from ..program import compile_program, load_card_file, load_program_file
+    from ..program import compile_program, load_checked
     from ..spec.placement import check_ray_address, override_placement
 
-    card = load_card_file(options.card)
+    card, program = load_checked(options.card, options.program)  # every issue of both, as `omni cards validate`
     given = {k: v for k, v in options.settings.items() if v is not None}
     backends = sorted({c.backend for c in card.components.values()})
     if given and not SETTINGS_BACKENDS.intersection(backends):
         flags = ", ".join(BACKEND_SETTINGS[k] for k in given)
         raise CliError(f"{flags}: only for cards on the hf backend; card {card.model!r} runs on {', '.join(backends)}")
-    program = load_program_file(options.program or card.defaults.program)
     compiled = compile_program(card, program, given)
     placement = placement_of(compiled, None if options.placement is None else
                              override_placement(card.placement, options.placement, list(compiled.components)))

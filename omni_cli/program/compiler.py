@@ -21,13 +21,11 @@ from ..spec import (
 )
 from ..spec.errors import IssueList
 from ..spec.stream import StreamEvent
-from .backends import backend_module, params_schema, settings_schema
-from .graph_rules import check_emitters, describe, kinds_match, with_role
-from .ops import OPS, SLOT_KINDS, RequestContext
-from .weight_budget import check_weight_budget
+from .backends import backend_module, settings_schema
+from .checks import check_program
+from .ops import OPS, RequestContext
 
 SPEED_RANGE = (0.25, 4.0)  # a request's speed: sentence voices stretch every duration by 1 / speed
-REQUEST_SLOTS = {"text"}  # the program inputs a SpeakRequest fills (see CompiledProgram.wire)
 
 
 @dataclass
@@ -132,88 +130,6 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
     return CompiledProgram(card, program, components, loops, order, dict(settings or {}))
 
 
-def check_program(card: CardSpec, program: ProgramSpec) -> dict[str, Any]:
-    """Every check that needs no weights: the graph against the card, then the card's params.
-
-    Returns each component's validated params. `omni cards validate` stops here.
-    """
-    check_loop_kinds(card)
-    issues = IssueList(program.source)
-    missing = [c for c in program.requires if c not in card.capabilities]
-    if missing:
-        issues.add(program.line("requires"), "requires", f"card {card.model!r} lacks capability {', '.join(missing)}")
-    for j, slot in enumerate(program.inputs):
-        if slot not in REQUEST_SLOTS:  # nothing would fill it: wire() would fail on every request
-            issues.add(program.line(f"inputs.{j}"), f"inputs.{j}",
-                       f"a request fills only {', '.join(sorted(REQUEST_SLOTS))}, not {slot!r}")
-    used_loops: set[str] = set()
-    for i, node in enumerate(program.nodes):
-        if node.op is not None:
-            _check_op_node(node, f"nodes.{i}", program, issues)
-        else:
-            _check_loop_node(node, f"nodes.{i}", program, card, used_loops, issues)
-    check_emitters(program, issues)
-    issues.raise_if_any()
-    _check_slot_kinds(program, card, issues)
-    issues.raise_if_any()
-    params = component_params(card)
-    check_weight_budget(card, params)  # before build_components draws a single weight
-    return params
-
-
-def _check_op_node(node: NodeSpec, key: str, program: ProgramSpec, issues: IssueList) -> None:
-    op = OPS.get(node.op)
-    if op is None:
-        issues.add(program.line(f"{key}.op"), f"{key}.op", f"unknown op {node.op!r} (known: {', '.join(sorted(OPS))})")
-        return
-    if len(node.inputs) != op.num_inputs:
-        issues.add(program.line(f"{key}.inputs"), f"{key}.inputs", f"op {op.name!r} takes {op.num_inputs} input(s)")
-    if op.produces != (node.output is not None):
-        what = "needs an `output` slot" if op.produces else "produces nothing (remove `output`)"
-        issues.add(program.line(key), key, f"op {op.name!r} {what}")
-    if node.mode is not None and not op.is_handoff:
-        issues.add(program.line(f"{key}.mode"), f"{key}.mode", f"op {op.name!r} is not a hand-off; `mode` is for hand-offs")
-
-
-def _check_loop_node(node: NodeSpec, key: str, program: ProgramSpec, card: CardSpec, used: set[str],
-                     issues: IssueList) -> None:
-    spec = card.loops.get(node.loop)
-    if spec is None:
-        issues.add(program.line(f"{key}.loop"), f"{key}.loop",
-                   f"card {card.model!r} has no loop {node.loop!r} (loops: {', '.join(card.loops)})")
-        return
-    if node.loop in used:
-        issues.add(program.line(f"{key}.loop"), f"{key}.loop", f"loop {node.loop!r} is already run by another node")
-    used.add(node.loop)
-    if node.inputs != [spec.prompt_slot]:
-        issues.add(program.line(f"{key}.inputs"), f"{key}.inputs",
-                   f"loop {node.loop!r} reads its prompt slot {spec.prompt_slot!r}; inputs must be [{spec.prompt_slot}]")
-    if node.output is None:
-        issues.add(program.line(key), key, "a loop node needs an `output` slot")
-    if node.mode is not None:
-        issues.add(program.line(f"{key}.mode"), f"{key}.mode", "`mode` is for hand-off ops")
-
-
-def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -> None:
-    """Every input slot holds the kind of value its reader takes (the graph is otherwise valid here)."""
-    kinds = {slot: "text" for slot in program.inputs}
-    index = {id(n): i for i, n in enumerate(program.nodes)}
-    for node in topological_order(program):
-        if node.op is not None:
-            reads, makes, who = OPS[node.op].reads, OPS[node.op].makes, f"op {node.op!r}"
-        else:
-            kind, role = LOOP_KINDS[card.loops[node.loop].kind], card.components[card.loops[node.loop].component].role
-            reads, makes, who = (with_role(kind.reads, role),), with_role(kind.makes, role), f"loop {node.loop!r}"
-        for j, (slot, wanted) in enumerate(zip(node.inputs, reads, strict=True)):
-            have = kinds.get(slot)
-            if have is not None and not kinds_match(have, wanted):
-                key = f"nodes.{index[id(node)]}.inputs.{j}"
-                issues.add(program.line(key), key, f"slot {slot!r} holds {describe(have, SLOT_KINDS)}, but {who} "
-                                                   f"reads {describe(wanted, SLOT_KINDS)}")
-        if node.output is not None and makes is not None:
-            kinds[node.output] = makes
-
-
 def check_one_source(card: CardSpec, components: dict[str, Any]) -> None:
     """Facts a card states and its built components also know must agree (issue 11: one source each)."""
     issues = IssueList(card.source)
@@ -229,52 +145,6 @@ def check_one_source(card: CardSpec, components: dict[str, Any]) -> None:
             issues.add(card.line("voices"), "voices", f"the talker does not know {', '.join(map(repr, unknown))} "
                        f"(it knows: {', '.join(talker.voices()) or 'none'})")
     issues.raise_if_any()
-
-
-def check_loop_kinds(card: CardSpec) -> None:
-    """Each loop's kind is registered, runs the work unit the card says and drives a role it can."""
-    issues = IssueList(card.source)
-    for name, loop in card.loops.items():
-        key = f"loops.{name}"
-        kind = LOOP_KINDS.get(loop.kind)
-        if kind is None:
-            known = " | ".join(repr(k) for k in LOOP_KINDS)
-            issues.add(card.line(f"{key}.kind"), f"{key}.kind", f"expected one of {known}, got {loop.kind!r}")
-            continue
-        if loop.work_unit is not None and loop.work_unit != kind.work_unit:
-            issues.add(card.line(f"{key}.work_unit"), f"{key}.work_unit",
-                       f"a {loop.kind} loop runs {kind.work_unit!r} units, got {loop.work_unit!r} (or omit work_unit)")
-        role = card.components[loop.component].role
-        if role not in kind.roles:
-            issues.add(card.line(f"{key}.component"), f"{key}.component", f"a {loop.kind} loop cannot drive a {role}")
-    issues.raise_if_any()
-
-
-def component_params(card: CardSpec) -> dict[str, Any]:
-    """Each component's `params` checked against its backend's schema; all issues at once."""
-    if len({c.backend for c in card.components.values()}) > 1:
-        raise SpecError([SpecIssue(card.source, card.line("components"), "components", "all components must share one backend")])
-    out: dict[str, Any] = {}
-    issues: list[SpecIssue] = []
-    backend = next(iter(card.components.values())).backend
-    try:  # the backend settings the card gives (model_path, dtype, …): the command line may add to them
-        load_dataclass(settings_schema(backend), card.located, key="params", value=card.params)
-    except SpecError as exc:
-        issues.extend(exc.issues)
-    for name, comp in card.components.items():
-        schema = params_schema(comp.backend, comp.role)
-        key = f"components.{name}.params"
-        try:
-            out[name] = load_dataclass(schema, card.located, key=key, value=comp.params)
-        except SpecError as exc:
-            issues.extend(exc.issues)
-            continue
-        # rules between fields (e.g. heads dividing the width), declared by the schema itself
-        for field_name, message in getattr(out[name], "problems", lambda: [])():
-            issues.append(SpecIssue(card.source, card.line(f"{key}.{field_name}"), f"{key}.{field_name}", message))
-    if issues:
-        raise SpecError(issues)
-    return out
 
 
 def build_components(card: CardSpec, params: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:

@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import IssueList
+from .errors import IssueList, any_dropped
 from .placement import PlacementSpec, check_placement
-from .schema import bounded, load_dataclass
+from .schema import bounded, check_dataclass
 from .yaml_source import Located
 
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # components, loops, nodes, slots (issue 12)
@@ -90,9 +90,14 @@ class CardSpec:
     placement: dict[str, PlacementSpec] = field(default_factory=dict)  # component -> where it runs; absent: inline
     source: str = field(default="<memory>", init=False)  # the file it came from
     located: Located | None = field(default=None, init=False, repr=False)  # for file:line in later checks
+    dropped: frozenset[str] = field(default=frozenset(), init=False, repr=False)  # left out or wired wrong
 
     def line(self, key: str) -> int | None:
         return self.located.line(key) if self.located else None
+
+    def was_dropped(self, *keys: str) -> bool:
+        """A key later checks must not judge: its value was left out for an issue already reported."""
+        return any_dropped(self.dropped, keys)
 
     def loop_for_role(self, role: str) -> LoopSpec:
         """The loop that drives the component playing `role` (thinker, talker, vocoder)."""
@@ -100,38 +105,77 @@ class CardSpec:
         return next(loop for loop in self.loops.values() if loop.component == component)
 
 
-def load_card(src: Located) -> CardSpec:
-    """Validate a parsed card: schema first, then the rules that tie its parts together."""
-    card = load_dataclass(CardSpec, src)
+def check_card(src: Located) -> tuple[CardSpec | None, IssueList]:
+    """Every issue of a parsed card in one pass — schema, then the rules that tie its parts together — and as
+    much of the card as is valid (None when it is not even a mapping). `card.dropped` says what was left out,
+    or found wired wrong, for an issue: checks of a program against the card skip those."""
+    issues = IssueList(src.file)
+    issues.extend(src.issues)
+    card = check_dataclass(CardSpec, src, issues)
+    if card is None:
+        return None, issues
     card.source = src.file
     card.located = src
-    issues = IssueList(src.file)
+    _check_loops(card, src, issues)
+    _check_names_and_voices(card, src, issues)
+    check_placement(card.placement, {n: c.backend for n, c in card.components.items()}, issues, src.line)
+    card.dropped = frozenset(issues.dropped)
+    return card, issues
+
+
+def load_card(src: Located) -> CardSpec:
+    """A valid card, or SpecError with every issue."""
+    card, issues = check_card(src)
+    issues.raise_if_any()
+    return card
+
+
+def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
+    """Each loop drives one declared component, no component has two loops, no two loops share a prompt slot.
+
+    A loop wired wrong is counted as dropped: a program's checks against it would only repeat the issue."""
     used: dict[str, str] = {}
     slots: dict[str, str] = {}
+    unresolved = False  # a loop names a wrong component: most likely it meant the one no loop drives
     for name, loop in card.loops.items():
         key = f"loops.{name}"
         comp = card.components.get(loop.component)
         if comp is None:
-            issues.add(src.line(f"{key}.component"), f"{key}.component", f"names undeclared component {loop.component!r}")
+            if not issues.was_dropped(f"components.{loop.component}"):  # else its own issue says why
+                declared = ", ".join(card.components) or "none"
+                issues.add(src.line(f"{key}.component"), f"{key}.component",
+                           f"names undeclared component {loop.component!r} (components: {declared})")
+            unresolved = True
+            issues.dropped.add(key)
             continue
         if loop.component in used:
             issues.add(src.line(f"{key}.component"), f"{key}.component",
                        f"component {loop.component!r} is already driven by loop {used[loop.component]!r} (experts are disjoint)")
+            unresolved = True
+            issues.dropped.add(key)
         used[loop.component] = name
         if loop.prompt_slot in slots:
             issues.add(src.line(f"{key}.prompt_slot"), f"{key}.prompt_slot",
                        f"slot {loop.prompt_slot!r} is already the prompt slot of loop {slots[loop.prompt_slot]!r}")
+            issues.dropped.add(key)
         slots[loop.prompt_slot] = name
         if loop.first_chunk_codes and loop.first_chunk_codes > loop.chunk_codes:
             why = (f"must be at most chunk_codes ({loop.chunk_codes})" if loop.chunk_codes else
                    "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
             issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes", why)
+    written = src.value.get("loops")  # a loop left out for its own issue may still name a component
+    named = {loop.get("component") for loop in written.values() if isinstance(loop, dict)
+             and isinstance(loop.get("component"), str)} if isinstance(written, dict) else None
     for name in card.components:
-        if name not in used:
+        if name not in used and named is not None and name not in named and not unresolved:
             issues.add(src.line(f"components.{name}"), f"components.{name}", "no loop drives this component")
     roles = sorted(c.role for c in card.components.values())
-    if "text_to_speech" in card.capabilities and roles != ["talker", "thinker", "vocoder"]:
+    if "text_to_speech" in card.capabilities and roles != ["talker", "thinker", "vocoder"] \
+            and not issues.was_dropped("components"):
         issues.add(src.line("components"), "components", "text_to_speech needs one thinker, one talker and one vocoder")
+
+
+def _check_names_and_voices(card: CardSpec, src: Located, issues: IssueList) -> None:
     for section in ("components", "loops"):  # names are shown on terminals: plain words, no escape sequences
         for name in getattr(card, section):
             if not NAME.fullmatch(name):
@@ -140,8 +184,10 @@ def load_card(src: Located) -> CardSpec:
     if not PROGRAM_NAME.fullmatch(card.defaults.program):  # issue 12: `/any/path.yaml` here made omni read it
         issues.add(src.line("defaults.program"), "defaults.program",
                    "names a shipped program (see `omni programs list`), not a path; paths come only from --program")
+    if issues.was_dropped("voices"):
+        return
+    for i, voice in enumerate(card.voices):  # issue 18: `[alto, alto]` passed validation
+        if voice in card.voices[:i]:
+            issues.add(src.line(f"voices.{i}"), f"voices.{i}", f"duplicate voice {voice!r}")
     if card.defaults.voice is not None and card.defaults.voice not in card.voices:
         issues.add(src.line("defaults.voice"), "defaults.voice", f"unknown voice (card voices: {', '.join(card.voices) or 'none'})")
-    check_placement(card.placement, {n: c.backend for n, c in card.components.items()}, issues, src.line)
-    issues.raise_if_any()
-    return card

@@ -29,7 +29,7 @@ class SpecError(ValueError):
     def __init__(self, issues: list[SpecIssue]):
         if not issues:
             raise ValueError("SpecError needs at least one issue")
-        self.issues = list(issues)
+        self.issues = in_file_order(issues)
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
@@ -41,15 +41,38 @@ class SpecError(ValueError):
         return self.one_line()
 
 
+def in_file_order(issues: list[SpecIssue]) -> list[SpecIssue]:
+    """Files in the order they were first named; in each, issues with no line first, then by line.
+
+    The first issue is what `omni speak` shows on its one line, and what `omni cards validate` prints first.
+    """
+    files = {issue.file: i for i, issue in reversed(list(enumerate(issues)))}
+    return sorted(issues, key=lambda issue: (files[issue.file], issue.line or 0))
+
+
+def any_dropped(dropped: set[str] | frozenset[str], keys: tuple[str, ...]) -> bool:
+    """Whether the value at one of `keys`, a part of it or what holds it is among the `dropped` keys: left out
+    of a document for an issue already reported. A rule that reads it stays quiet — what it would say follows
+    from that issue (one mistake, one error)."""
+    return any(gone == key or key.startswith(gone + ".") or gone.startswith(key + ".") for gone in dropped for key in keys)
+
+
 class IssueList:
     """Collects issues while validating, then raises them all at once."""
 
     def __init__(self, file: str):
         self.file = file
         self.issues: list[SpecIssue] = []
+        self.dropped: set[str] = set()  # keys whose written value was left out (or replaced) for an issue
 
     def add(self, line: int | None, key: str, message: str) -> None:
         self.issues.append(SpecIssue(self.file, line, key, message))
+
+    def extend(self, issues: list[SpecIssue]) -> None:
+        self.issues.extend(issues)
+
+    def was_dropped(self, *keys: str) -> bool:
+        return any_dropped(self.dropped, keys)
 
     def raise_if_any(self) -> None:
         if self.issues:

@@ -41,6 +41,8 @@ def check_placement(placement: dict[str, PlacementSpec], components: dict[str, s
         key = f"placement.{name}"
         backend = components.get(name)
         if backend is None:
+            if issues.was_dropped(f"components.{name}"):  # declared, but left out for its own issue
+                continue
             issues.add(line(key), key, f"names undeclared component {name!r} (components: {', '.join(components)})")
             continue
         if spec.device is not None:

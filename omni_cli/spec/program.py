@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .card import NAME
-from .errors import IssueList
-from .schema import load_dataclass
+from .errors import IssueList, any_dropped
+from .schema import check_dataclass
 from .yaml_source import Located
 
 HandoffMode = Literal["barrier", "stream"]
@@ -21,6 +21,7 @@ class NodeSpec:
     inputs: list[str] = field(default_factory=list)
     output: str | None = None
     mode: HandoffMode | None = None  # hand-off ops only
+    index: int = field(default=0, init=False, repr=False, compare=False)  # its place in the file's `nodes`
 
 
 @dataclass
@@ -32,21 +33,40 @@ class ProgramSpec:
     requires: list[str] = field(default_factory=list)  # card capabilities
     source: str = field(default="<memory>", init=False)  # the file it came from
     located: Located | None = field(default=None, init=False, repr=False)  # for file:line in later checks
+    dropped: frozenset[str] = field(default=frozenset(), init=False, repr=False)  # keys left out for an issue
+
+    def __post_init__(self) -> None:
+        for i, node in enumerate(self.nodes):
+            node.index = i
 
     def line(self, key: str) -> int | None:
         return self.located.line(key) if self.located else None
 
+    def was_dropped(self, *keys: str) -> bool:
+        """A key later checks must not judge: its value was left out for an issue already reported."""
+        return any_dropped(self.dropped, keys)
 
-def load_program(src: Located) -> ProgramSpec:
-    """Validate a parsed program's structure: ids, slots, single producers, no cycles."""
-    prog = load_dataclass(ProgramSpec, src)
+
+def check_program_spec(src: Located) -> tuple[ProgramSpec | None, IssueList]:
+    """Every issue of a parsed program's structure in one pass (ids, slots, single producers, no cycles), and as
+    much of the program as is valid (None when it is not even a mapping)."""
+    issues = IssueList(src.file)
+    issues.extend(src.issues)
+    prog = check_dataclass(ProgramSpec, src, issues)
+    if prog is None:
+        return None, issues
     prog.source = src.file
     prog.located = src
-    issues = IssueList(src.file)
+    prog.dropped = frozenset(issues.dropped)
+    written = src.value.get("nodes")
+    if isinstance(written, list):  # a node left out for its own issue keeps the next ones' places in the file
+        kept = [i for i in range(len(written)) if f"nodes.{i}" not in issues.dropped]
+        for node, i in zip(prog.nodes, kept, strict=True):
+            node.index = i
     producers: dict[str, str] = {slot: "<request>" for slot in prog.inputs}
     ids: set[str] = set()
-    for i, node in enumerate(prog.nodes):
-        key = f"nodes.{i}"
+    for node in prog.nodes:
+        key = f"nodes.{node.index}"
         for what, name in [("id", node.id), ("output", node.output or "_"), *(
                 (f"inputs.{j}", slot) for j, slot in enumerate(node.inputs))]:
             if not NAME.fullmatch(name):  # ids and slots are shown on terminals: plain words
@@ -63,18 +83,28 @@ def load_program(src: Located) -> ProgramSpec:
                            f"slot {node.output!r} is already produced by {producers[node.output]!r}")
             else:
                 producers[node.output] = node.id
-    for i, node in enumerate(prog.nodes):
+    # a node left out for its own issue may still produce a slot
+    outputs = {n.get("output") for n in written if isinstance(n, dict) and isinstance(n.get("output"), str)} \
+        if isinstance(written, list) else None
+    for node in prog.nodes:
         for j, slot in enumerate(node.inputs):
-            if slot not in producers:
-                issues.add(src.line(f"nodes.{i}.inputs.{j}"), f"nodes.{i}.inputs.{j}", f"no node produces slot {slot!r}")
-    issues.raise_if_any()
-    _check_acyclic(prog, producers, src, issues)
+            if slot not in producers and outputs is not None and slot not in outputs and not prog.was_dropped("inputs"):
+                key = f"nodes.{node.index}.inputs.{j}"
+                issues.add(src.line(key), key, f"no node produces slot {slot!r}")
+    if len(ids) == len(prog.nodes):  # with two nodes of one id, a cycle could not be told from a repeat
+        _check_acyclic(prog, producers, src, issues)
+    return prog, issues
+
+
+def load_program(src: Located) -> ProgramSpec:
+    """A program whose structure is valid, or SpecError with every issue."""
+    prog, issues = check_program_spec(src)
     issues.raise_if_any()
     return prog
 
 
 def _check_acyclic(prog: ProgramSpec, producers: dict[str, str], src: Located, issues: IssueList) -> None:
-    deps = {n.id: {producers[s] for s in n.inputs if producers[s] != "<request>"} for n in prog.nodes}
+    deps = {n.id: {producers[s] for s in n.inputs if producers.get(s, "<request>") != "<request>"} for n in prog.nodes}
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
 
     def visit(node_id: str, path: list[str]) -> bool:
@@ -82,8 +112,8 @@ def _check_acyclic(prog: ProgramSpec, producers: dict[str, str], src: Located, i
             return False
         if state.get(node_id) == 1:
             cycle = path[path.index(node_id):] + [node_id]
-            i = next(k for k, n in enumerate(prog.nodes) if n.id == node_id)
-            issues.add(src.line(f"nodes.{i}"), f"nodes.{i}", f"cycle: {' -> '.join(cycle)}")
+            node = next(n for n in prog.nodes if n.id == node_id)
+            issues.add(src.line(f"nodes.{node.index}"), f"nodes.{node.index}", f"cycle: {' -> '.join(cycle)}")
             return True
         state[node_id] = 1
         found = any(visit(d, path + [node_id]) for d in sorted(deps[node_id]))

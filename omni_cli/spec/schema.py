@@ -50,6 +50,13 @@ def _got(value: Any) -> str:
 
 
 def _convert(tp: Any, value: Any, key: str, src: Located, issues: IssueList, meta: dict) -> Any:
+    out = _convert_value(tp, value, key, src, issues, meta)
+    if out is _MISSING:
+        issues.dropped.add(key)
+    return out
+
+
+def _convert_value(tp: Any, value: Any, key: str, src: Located, issues: IssueList, meta: dict) -> Any:
     line = src.line(key)
     origin = get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -114,7 +121,12 @@ def _convert(tp: Any, value: Any, key: str, src: Located, issues: IssueList, met
     return value
 
 
-def _dataclass(cls: type[T], value: Any, key: str, src: Located, issues: IssueList) -> Any:
+def _dataclass(cls: type[T], value: Any, key: str, src: Located, issues: IssueList, *, whole: bool = False) -> Any:
+    """`cls` from a mapping, or _MISSING when a field is missing or wrong (an unknown key is reported, not fatal).
+
+    `whole`: the document itself, which is kept even then — broken fields take their default (or an empty
+    value) so the rules between its parts still run and every independent mistake is reported in one pass.
+    """
     if not isinstance(value, dict):
         issues.add(src.line(key), key, f"expected a mapping, got {_got(value)}")
         return _MISSING
@@ -127,7 +139,6 @@ def _dataclass(cls: type[T], value: Any, key: str, src: Located, issues: IssueLi
             child = f"{key}.{name}" if key else name
             known = f"expected one of: {', '.join(sorted(fields))}" if fields else "none are allowed here"
             issues.add(src.line(child), child, f"unknown key ({known})")
-            failed = True
     for name, f in fields.items():
         child = f"{key}.{name}" if key else name
         if name not in value:
@@ -140,9 +151,22 @@ def _dataclass(cls: type[T], value: Any, key: str, src: Located, issues: IssueLi
             failed = True
         else:
             kwargs[name] = out
-    if failed:
+    if failed and not whole:
         return _MISSING
+    for name, f in fields.items():
+        if name not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            empty = {str: "", list: [], dict: {}}.get(get_origin(hints[name]) or hints[name], _MISSING)
+            if empty is _MISSING:
+                return _MISSING
+            kwargs[name] = empty
+            issues.dropped.add(f"{key}.{name}" if key else name)
     return cls(**kwargs)
+
+
+def check_dataclass(cls: type[T], src: Located, issues: IssueList) -> T | None:
+    """As much of the document `src` as is valid (see `_dataclass`), every issue added to `issues`."""
+    out = _dataclass(cls, src.value, "", src, issues, whole=True)
+    return None if out is _MISSING else out
 
 
 def load_dataclass(cls: type[T], src: Located, *, key: str = "", value: Any = _MISSING) -> T:

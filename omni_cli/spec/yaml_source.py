@@ -22,6 +22,8 @@ class Located:
     value: Any
     file: str
     lines: dict[str, int] = field(default_factory=dict)
+    # duplicate keys: the first is read, the others reported with the schema's issues
+    issues: list[SpecIssue] = field(default_factory=list)
 
     def line(self, key: str) -> int | None:
         # fall back to the nearest parent that has a line
@@ -33,10 +35,11 @@ class Located:
 
 
 def _walk(node: yaml.Node, path: str, lines: dict[str, int], issues: list[SpecIssue], file: str) -> None:
-    """Record each key's line; flag duplicate and non-string keys (the safe loader hides both)."""
+    """Record each key's line; flag duplicate and non-string keys (the safe loader hides both) and drop them."""
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
+        kept = []
         for key_node, value_node in node.value:
             line = key_node.start_mark.line + 1
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
@@ -47,8 +50,10 @@ def _walk(node: yaml.Node, path: str, lines: dict[str, int], issues: list[SpecIs
                 issues.append(SpecIssue(file, line, child, "duplicate key"))
                 continue
             seen.add(key_node.value)
+            kept.append((key_node, value_node))
             lines[child] = line
             _walk(value_node, child, lines, issues, file)
+        node.value = kept  # the first of duplicates is read; the schema then checks the rest of the file
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _walk(item, f"{path}.{i}" if path else str(i), lines, issues, file)
@@ -111,7 +116,8 @@ def _check_shape(text: str, file: str) -> None:
 
 
 def parse_yaml(text: str, file: str) -> Located:
-    """Parse one YAML document with the safe loader; raise SpecError on anything wrong."""
+    """Parse one YAML document with the safe loader; raise SpecError on anything wrong but duplicate keys,
+    which are left out and carried in `Located.issues` for the loader to report with the schema's issues."""
     try:
         _check_shape(text, file)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -136,8 +142,8 @@ def parse_yaml(text: str, file: str) -> Located:
         raise SpecError(issues)
     lines: dict[str, int] = {}
     _walk(node, "", lines, issues, file)
-    if issues:
-        raise SpecError(issues)
+    if any(issue.message.startswith("keys must be plain strings") for issue in issues):
+        raise SpecError(issues)  # `<<: {...}` merges keys: read without it, the mapping would only seem to lack them
     try:
         value = _PlacedConstructor().construct_document(node)
     except yaml.MarkedYAMLError as exc:
@@ -150,7 +156,7 @@ def parse_yaml(text: str, file: str) -> Located:
         what = f"not a boolean: {err.exc.args[0]!r}" if isinstance(err.exc, KeyError) else str(err.exc)
         raise SpecError([SpecIssue(file, bad.start_mark.line + 1, paths.get(id(bad), ""),
                                    f"bad {bad.tag.rpartition(':')[2]} value: {what}")]) from None
-    return Located(value, file, lines)
+    return Located(value, file, lines, issues)
 
 
 def read_yaml(path: Path) -> Located:

@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from ...program.backends import settings_schema
-from ...program.compiler import build_components, component_params
+from ...program.checks import component_params
+from ...program.compiler import build_components
 from ..executor import BatchOutcome, run_batch
 from .handles import StateTable
 

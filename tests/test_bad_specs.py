@@ -100,6 +100,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "card_duplicate_prompt_slot.yaml": (37, "loops.talker_decode.prompt_slot", "already the prompt slot"),
     "card_voice_default_not_in_voices.yaml": (47, "defaults.voice", "unknown voice (card voices: alto, tenor)"),
     "card_three_mistakes.yaml": (7, "seed", "must be at least 0, got -5"),
+    "card_many_mistakes.yaml": (5, "seed", "expected integer, got string"),
     # programs: syntax and encoding
     "program_yaml_syntax_error.yaml": (14, "", "YAML syntax error"),
     "program_slot_kind_mismatch.yaml": (18, "nodes.7.inputs.0", "but op 'emit_audio' reads the chunks"),
@@ -152,6 +153,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "program_requires_unknown_capability.yaml": (6, "requires", "lacks capability speech_to_text"),
     "program_input_not_request_slot.yaml": (7, "inputs.0", "a request fills only text, not 'prompt'"),
     "program_three_mistakes.yaml": (9, "nodes.0.colour", "unknown key"),
+    "program_many_mistakes.yaml": (2, "description", "missing required key"),
     "card_default_program_path.yaml": (47, "defaults.program", "names a shipped program"),
     # programs that wire without error but cannot speak right (issue 12)
     "program_vocoder_reads_thinker.yaml": (16, "nodes.5.inputs.0", "but op 'talker_to_vocoder' reads the tokens (and "
@@ -165,7 +167,6 @@ THREE_MISTAKES = {  # file -> the keys of its three independent mistakes
     "card_three_mistakes.yaml": ["seed", "loops.thinker_decode.max_tokens", "defaults.speed"],
     "program_three_mistakes.yaml": ["nodes.0.colour", "nodes.2.inputs", "nodes.6.mode"],
 }
-
 
 def corpus() -> list[Path]:
     return sorted(CORPUS.glob("cards/*.yaml")) + sorted(CORPUS.glob("programs/*.yaml"))

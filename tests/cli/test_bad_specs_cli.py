@@ -34,3 +34,23 @@ def test_speak_with_a_bad_file_is_one_line_and_exit_2(omni, home, path):
     err = lines(result.stderr)
     assert len(err) == 1 and err[0].startswith("omni: error: ") and "Traceback" not in result.stderr
     assert not (home / "x.wav").exists()  # nothing is created before the card and program are known good
+
+
+def test_validate_prints_every_mistake_once_in_file_order_and_speak_the_first(omni, home):
+    # issue 18: seven errors came out as one. tests/test_one_pass_validation.py checks each message; here the CLI
+    # prints them all, one per line, in file order, and speak's one line is the first of them with the count
+    path = CORPUS / "cards" / "card_many_mistakes.yaml"
+    result = omni("cards", "validate", path)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    err = lines(result.stderr)
+    expected = [(5, "seed"), (7, "sample_rate"), (8, "voices.1"), (14, "components.thinker.params.num_layers"),
+                (33, "loops.talker_decode.component"), (35, "loops.talker_decode.max_token"),
+                (36, "loops.vocoder.prompt_slot"), (41, "defaults.program"), (43, "batching.max_batch")]
+    assert len(err) == len(expected) + 1 and err[-1] == "omni: error: 1 of 1 card invalid", err
+    for line, (number, key) in zip(err, expected, strict=False):
+        assert line.startswith(f"{path}:{number}: {key}: "), line
+    spoken = omni("speak", "--card", path, "Hello", "-o", "x.wav")
+    assert spoken.exit_code == 2
+    said = lines(spoken.stderr)
+    assert len(said) == 1 and said[0].startswith(f"omni: error: {err[0]} (and {len(expected) - 1} more errors)"), said
+    assert not (home / "x.wav").exists()

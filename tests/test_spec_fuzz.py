@@ -68,7 +68,7 @@ def mutated(draw, kind: str) -> Any:
                 target[draw(st.sampled_from(["colour", "import", "__class__", "loops", "id", "x.y"]))] = 1
         else:
             if action == "retype":
-                new = draw(st.sampled_from(OTHER_VALUES))
+                new = copy.deepcopy(draw(st.sampled_from(OTHER_VALUES)))  # a later edit must not change the pool
             elif action == "extreme":
                 new = draw(st.sampled_from(EXTREME_NUMBERS))
             else:

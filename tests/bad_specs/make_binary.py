@@ -16,7 +16,7 @@ def files() -> dict[str, bytes]:
         "cards/card_nul_byte.yaml": CARD.replace(b"seed: 20251", b"seed: 20\x00251"),
         "cards/card_non_utf8.yaml": CARD.replace(b"Tiny random-weight", b"Tiny r\xe9sum\xe9 random-weight"),
         "cards/card_binary_junk.yaml": junk,
-        "cards/card_control_character.yaml": CARD.replace(b"model: qwen2_5_omni-toy", b"model: qwen2_5\x07omni-toy"),
+        "cards/card_control_character.yaml": CARD.replace(b"model: qwen2_5_omni_toy", b"model: qwen2_5\x07omni_toy"),
         "cards/card_utf16.yaml": CARD.decode("utf-8").encode("utf-16"),
         "programs/program_nul_byte.yaml": PROGRAM.replace(b"op: emit_text", b"op: emit\x00text"),
         "programs/program_non_utf8.yaml": PROGRAM.replace(b"Speak the request", b"Speak \xff\xfe the request"),

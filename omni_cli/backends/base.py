@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -16,6 +16,23 @@ AUDIO_CHUNK = "audio_chunk"
 
 class BackendUnavailable(RuntimeError):
     """A backend cannot be used here (an optional dependency is missing, a path is wrong)."""
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    """Where a backend's build is: a phase (`importing torch`), and how far into it when it can count."""
+
+    phase: str
+    done: int | None = None
+    total: int | None = None
+    unit: str = ""  # what done/total count: "tensors", "voices"
+
+
+LoadReporter = Callable[[LoadStep], None]  # the caller renders; a build without one reports nothing
+
+
+def no_report(step: LoadStep) -> None:
+    """The reporter of a build nobody watches."""
 
 
 @dataclass

@@ -11,6 +11,7 @@ from ..spec import SpeakRequest
 from .errors import CliError
 from .inputs import check_text, stdin_source, text_source
 from .live import RunView, make_view
+from .load_view import make_load_view
 from .outputs import OutputPlan, Router, claim_plan, isatty
 from .runner import Outcome, run_utterances
 from .session import ModelOptions, check_voice, open_engine
@@ -56,7 +57,8 @@ def resolve_text(text: str | None) -> str | None:
 
 
 def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None) -> tuple[Outcome, Router, RunView]:
-    engine = open_engine(job.model)
+    with make_load_view(sys.stderr, quiet=job.quiet) as on_load:
+        engine = open_engine(job.model, on_load)
     try:
         return _run_on(engine, job, view_factory)
     finally:

@@ -22,8 +22,10 @@ class ModelOptions:
     replicas: int = 1  # --replicas: whole engines (1: this process's own)
 
 
-def open_engine(options: ModelOptions):
-    """Compile the card and program and start an engine. Raises SpecError / CliError for bad input."""
+def open_engine(options: ModelOptions, on_load=None):
+    """Compile the card and program and start an engine. Raises SpecError / CliError for bad input.
+
+    `on_load` (a load_view.LoadView) hears the backend's load phases."""
     from ..engine import Engine
     from ..engine.executors import make_executors, placement_of
     from ..program import compile_program, load_checked
@@ -35,7 +37,7 @@ def open_engine(options: ModelOptions):
     if given and not SETTINGS_BACKENDS.intersection(backends):
         flags = ", ".join(BACKEND_SETTINGS[k] for k in given)
         raise CliError(f"{flags}: only for cards on the hf backend; card {card.model!r} runs on {', '.join(backends)}")
-    compiled = compile_program(card, program, given)
+    compiled = compile_program(card, program, given, on_load)
     placement = placement_of(compiled, None if options.placement is None else
                              override_placement(card.placement, options.placement, list(compiled.components)))
     address = None if options.ray_address is None else check_ray_address(options.ray_address)

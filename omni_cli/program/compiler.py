@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..backends.base import LoadReporter, no_report
 from ..loops import LOOP_KINDS, Loop, LoopRequest, LoopState
 from ..loops.recorder import attach_recorders
 from ..spec import (
@@ -116,10 +117,12 @@ def _profile(request: SpeakRequest, states: list[tuple[Loop, LoopState]]) -> Non
         raise SpecError([SpecIssue("<request>", None, "replay", str(exc))]) from None
 
 
-def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, Any] | None = None) -> CompiledProgram:
-    """Check the program against the card, build the components and the loops."""
+def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, Any] | None = None,
+                    on_load: LoadReporter | None = None) -> CompiledProgram:
+    """Check the program against the card, build the components and the loops; `on_load` hears the build's
+    phases (a checkpoint that takes seconds to load says what it is doing)."""
     params = check_program(card, program)
-    components = build_components(card, params, settings or {})
+    components = build_components(card, params, settings or {}, on_load)
     check_one_source(card, components)
     order = topological_order(program)
     loops: dict[str, Loop] = {}
@@ -147,7 +150,8 @@ def check_one_source(card: CardSpec, components: dict[str, Any]) -> None:
     issues.raise_if_any()
 
 
-def build_components(card: CardSpec, params: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+def build_components(card: CardSpec, params: dict[str, Any], settings: dict[str, Any],
+                     on_load: LoadReporter | None = None) -> dict[str, Any]:
     """Build the backend's components with the card's settings and the caller's overrides on top."""
     backend = next(iter(card.components.values())).backend
     overrides = {k: v for k, v in settings.items() if v is not None}
@@ -155,7 +159,7 @@ def build_components(card: CardSpec, params: dict[str, Any], settings: dict[str,
     source = card.source if not overrides else f"{card.source} with {', '.join(sorted(overrides))} from the command line"
     config = load_dataclass(settings_schema(backend), Located(merged, source))
     try:
-        return backend_module(backend).build(card, params, config)
+        return backend_module(backend).build(card, params, config, on_load=on_load or no_report)
     except SpecError:
         raise
     except ValueError as exc:

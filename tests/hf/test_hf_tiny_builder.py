@@ -7,6 +7,7 @@ import logging
 import pytest
 from transformers.utils import logging as hf_logging
 
+from omni_cli.backends.base import LoadStep
 from omni_cli.backends.hf import build
 from omni_cli.backends.hf.loading import talker_id_warnings_dropped
 
@@ -56,3 +57,20 @@ def test_only_the_talker_thinker_id_warnings_are_dropped(transformers_records):
         logger.warning("some other warning")
     logger.warning(dropped)  # outside the builder, nothing is dropped
     assert transformers_records.messages == [kept, "some other warning", dropped]
+
+
+def test_loading_reports_each_phase_and_counts_every_weight(tiny_checkpoint):
+    steps = []
+    build(None, {}, {"model_path": str(tiny_checkpoint)}, on_load=steps.append)
+    phases = list(dict.fromkeys(step.phase for step in steps))
+    assert phases == ["importing torch and transformers", "building the model", "loading weights",
+                      "loading the tokenizer", "building voices"]
+    weights = [step for step in steps if step.phase == "loading weights"]
+    from safetensors import safe_open
+
+    with safe_open(str(tiny_checkpoint / "model.safetensors"), "pt") as stored:
+        num_tensors = len(list(stored.keys()))
+    assert {step.total for step in weights} == {num_tensors}
+    assert weights[0].done == 0 and weights[-1].done == num_tensors
+    assert [step.done for step in weights] == sorted(step.done for step in weights)
+    assert steps[-1] == LoadStep("building voices", 2, 2, "voices")  # Chelsie and Ethan

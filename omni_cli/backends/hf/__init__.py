@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...spec import SpecError, SpecIssue
-from ..base import BackendUnavailable
+from ..base import BackendUnavailable, LoadReporter, LoadStep, no_report
 from .params import PARAMS, SETTINGS, HFParams
 
 INSTALL_HINT = 'the hf backend needs the hf extra: pip install "omni_cli[hf]"'
@@ -13,17 +13,20 @@ INSTALL_HINT = 'the hf backend needs the hf extra: pip install "omni_cli[hf]"'
 __all__ = ["INSTALL_HINT", "PARAMS", "SETTINGS", "HFParams", "build"]
 
 
-def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | dict[str, Any] | None = None) -> dict[str, Any]:
+def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | dict[str, Any] | None = None,
+          on_load: LoadReporter = no_report) -> dict[str, Any]:
     """The thinker, talker and vocoder of one checkpoint, sharing its modules, by component name.
 
     `params[name]` is that component's params (a PARAMS dataclass, a plain dict, or absent for the
     defaults); `settings` are the backend settings (HFParams: `model_path` is required). `card` may be
-    None (tests): the components are then named after their roles.
+    None (tests): the components are then named after their roles. `on_load` hears each phase of the
+    10-15 s a first load takes (importing torch, the weights tensor by tensor, the voices).
     """
     config = settings if isinstance(settings, HFParams) else HFParams.from_settings(dict(settings or {}))
     if not config.model_path:
         raise SpecError([SpecIssue(getattr(card, "source", "<hf settings>"), None, "model_path",
                                    "the hf backend needs a checkpoint directory: pass --model-path DIR")])
+    on_load(LoadStep("importing torch and transformers"))
     try:
         # torch and transformers are imported only here, so the package imports without the extra
         import torch  # noqa: F401
@@ -46,7 +49,7 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
             return PARAMS[role]()
         return PARAMS[role](**value) if isinstance(value, dict) else value
 
-    loaded = load_checkpoint(config)
+    loaded = load_checkpoint(config, on_load)
     thinker = HFThinker(loaded, role_params("thinker"), names["thinker"])
     talker = HFTalker(loaded, role_params("talker"), config, names["talker"])
     vocoder = HFVocoder(loaded, role_params("vocoder"), names["vocoder"])

@@ -12,7 +12,7 @@ import torch
 import transformers
 from transformers import AutoTokenizer, Qwen2_5OmniForConditionalGeneration
 
-from omni_cli.backends.base import BackendUnavailable
+from omni_cli.backends.base import BackendUnavailable, LoadReporter, LoadStep, no_report
 from omni_cli.backends.hf.params import HFParams
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -59,7 +59,7 @@ class Loaded:
     dtype: torch.dtype
 
 
-def load_checkpoint(params: HFParams) -> Loaded:
+def load_checkpoint(params: HFParams, on_load: LoadReporter = no_report) -> Loaded:
     path = Path(params.model_path).expanduser()
     for needed in ("config.json", "spk_dict.pt"):
         if not (path / needed).is_file():
@@ -70,17 +70,26 @@ def load_checkpoint(params: HFParams) -> Loaded:
     dtype = _DTYPES[params.dtype]
     if params.num_threads:
         torch.set_num_threads(params.num_threads)
-    with quiet_transformers():
+    on_load(LoadStep("building the model"))
+    with quiet_transformers(), counted_weights(on_load):
         model = Qwen2_5OmniForConditionalGeneration.from_pretrained(
             str(path), dtype=dtype, attn_implementation=params.attn_implementation
         )
+    on_load(LoadStep("loading the tokenizer"))
+    with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(str(path))
     if not model.has_talker:
         raise BackendUnavailable(f"{path} has no talker (enable_audio_output is false): it cannot speak")
     model.to(device).eval()
     # transformers runs token2wav in float32 whatever the checkpoint dtype; so do we
     model.token2wav.float()
-    voices = Voices({name: _voice(name, entry) for name, entry in model.speaker_map.items()})
+    speakers = model.speaker_map
+    built = {}
+    for name, entry in speakers.items():
+        on_load(LoadStep("building voices", len(built), len(speakers), "voices"))
+        built[name] = _voice(name, entry)
+    on_load(LoadStep("building voices", len(built), len(speakers), "voices"))
+    voices = Voices(built)
     return Loaded(model=model, tokenizer=tokenizer, voices=voices, device=device, dtype=dtype)
 
 
@@ -91,6 +100,46 @@ def _voice(name: str, entry: dict[str, Any]) -> Voice:
         cond=torch.as_tensor(entry["cond"]).float(),
         ref_mel=torch.as_tensor(entry["ref_mel"]).float(),
     )
+
+
+class counted_weights:
+    """Report transformers' "Loading weights" loop to `on_load`, one step per tensor, instead of its bar."""
+
+    def __init__(self, on_load: LoadReporter):
+        self.on_load = on_load
+
+    def _hook(self, factory: Any, args: tuple, kwargs: dict) -> Any:
+        if kwargs.get("desc") != "Loading weights" or not args:
+            return factory(*args, **kwargs)
+        return _CountedIterable(args[0], self.on_load)
+
+    def __enter__(self) -> None:
+        self._previous = transformers.logging.set_tqdm_hook(self._hook)
+
+    def __exit__(self, *exc: object) -> None:
+        transformers.logging.set_tqdm_hook(self._previous)
+
+
+class _CountedIterable:
+    """What transformers iterates instead of a tqdm bar: the same items, each one counted."""
+
+    STEPS = 50  # reports per load at most: a 7B checkpoint has thousands of tensors
+
+    def __init__(self, items: Any, on_load: LoadReporter):
+        self.items = list(items)
+        self.on_load = on_load
+
+    def __iter__(self):
+        total = len(self.items)
+        every = max(1, total // self.STEPS)
+        for done, item in enumerate(self.items):
+            if done % every == 0:
+                self.on_load(LoadStep("loading weights", done, total, "tensors"))
+            yield item
+        self.on_load(LoadStep("loading weights", total, total, "tensors"))
+
+    def __getattr__(self, _name: str) -> Any:
+        return lambda *args, **kwargs: None  # tqdm's other methods (update, close, set_postfix): nothing to do
 
 
 class no_progress_bars:

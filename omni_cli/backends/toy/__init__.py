@@ -13,8 +13,9 @@ from .vocoder import NumpyVocoder
 __all__ = ["PARAMS", "build"]
 
 
-def build(card: CardSpec, params: dict[str, Any], settings: Any = None) -> dict[str, Any]:
-    """Components by name. `params[name]` is that component's validated params dataclass."""
+def build(card: CardSpec, params: dict[str, Any], settings: Any = None, on_load: Any = None) -> dict[str, Any]:
+    """Components by name. `params[name]` is that component's validated params dataclass (built at once: no
+    phases to report to `on_load`)."""
     by_role = {spec.role: name for name, spec in card.components.items()}
     thinker_name, talker_name, vocoder_name = by_role["thinker"], by_role["talker"], by_role["vocoder"]
     thinker_params: ThinkerParams = params[thinker_name]

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from ..program import CompiledProgram
 from .workload import BenchResult, Workload, max_rss_bytes, run_workload
 
+# told before each configuration runs: (its label, its number from 1, how many there are, what it runs)
+BenchProgress = Callable[[str, int, int, str], None]
+
+
+def _no_progress(label: str, index: int, total: int, what: str) -> None:
+    pass
+
+
+def _described(workload: Workload) -> str:
+    return (f"{workload.num_requests} utterance{'s' if workload.num_requests != 1 else ''} of "
+            f"{workload.text_chars} characters, concurrency {workload.concurrency}")
+
 
 def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_chars: int = 60,
-                   concurrency: int = 8) -> list[BenchResult]:
+                   concurrency: int = 8, on_progress: BenchProgress = _no_progress) -> list[BenchResult]:
     """The configurations the README reports: length scaling, barrier vs stream, concurrency.
 
     60 characters make about 200 codec tokens on the toy card, the utterance issue 5 compares on.
@@ -24,7 +37,11 @@ def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_cha
         ("concurrency-1", replace(base, num_requests=num_requests)),
         (f"concurrency-{concurrency}", replace(base, num_requests=num_requests, concurrency=concurrency)),
     ]
-    return [run_workload(program, w, label) for label, w in runs]
+    results = []
+    for index, (label, workload) in enumerate(runs, 1):
+        on_progress(label, index, len(runs), _described(workload))
+        results.append(run_workload(program, workload, label))
+    return results
 
 
 def process_timings(card: str, repeats: int = 3) -> dict[str, float]:
@@ -72,7 +89,8 @@ def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_
 
 def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_chars: int = 50,
                     concurrency: int = 8, thinker_max: int = 12,
-                    talker_codes: int = 200) -> tuple[list[BenchResult], dict[str, Any]]:
+                    talker_codes: int = 200,
+                    on_progress: BenchProgress = _no_progress) -> tuple[list[BenchResult], dict[str, Any]]:
     """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
 
     Returns the three results ("ours-1", f"ours-{concurrency}", "generate") and how the outputs compare.
@@ -85,13 +103,17 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
 
     ours = greedy_variant(program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes)
     work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat")
-    results = [run_workload(ours, work, "ours-1", keep_outputs=True),
-               run_workload(ours, replace(work, concurrency=concurrency), f"ours-{concurrency}", keep_outputs=True)]
+    results = []
+    for index, workload in enumerate((work, replace(work, concurrency=concurrency)), 1):
+        label = f"ours-{workload.concurrency}"
+        on_progress(label, index, 3, f"{_described(workload)}, {talker_codes} codes each")
+        results.append(run_workload(ours, workload, label, keep_outputs=True))
     thinker, talker = ours.roles["thinker"], ours.roles["talker"]
     card = ours.card
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
     reference = GenerateReference(ours.settings.get("model_path") or card.params["model_path"], sorted(talker.eos_token_ids))
     voice = ours.voices()[0]
+    on_progress("generate", 3, 3, f"Hugging Face generate, {_described(work)}, one after another")
     runs = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
                           thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
             for request in work.requests()]

@@ -64,9 +64,12 @@ def bench(
                                      "(e.g. --card qwen2_5_omni --model-path DIR)", param_hint="--reference")
 
         ref = reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
-                              talker_codes=codes)
+                              talker_codes=codes, on_progress=_progress)
     else:
-        results = standard_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency)
+        results = standard_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
+                                 on_progress=_progress)
+    if processes:
+        sys.stderr.write("omni: bench: timing `omni --help` and `omni speak` as processes (best of 3)\n")
     timings = process_timings(card) if processes else {}
     rows = targets(results, ref, timings)
     ref_results = ref[0] if ref else []
@@ -77,6 +80,13 @@ def bench(
             typer.echo(json.dumps(row, ensure_ascii=False))
         return
     _render(results + ref_results, rows)
+
+
+def _progress(label: str, index: int, total: int, what: str) -> None:
+    """One line on stderr as each configuration starts (issue 18: 30 s, or minutes with --reference, of
+    silence): the tables stay alone on stdout."""
+    sys.stderr.write(f"omni: bench {index}/{total}: {label} ({what})\n")
+    sys.stderr.flush()
 
 
 def _render(results, rows) -> None:

@@ -101,7 +101,7 @@ def test_debug_is_taken_from_anywhere_before_a_double_dash():
 def test_an_internal_error_is_one_line_and_debug_shows_the_traceback(omni, monkeypatch):
     from omni_cli.cli import session
 
-    def broken(options):
+    def broken(options, on_load=None):
         raise ZeroDivisionError("boom")
 
     monkeypatch.setattr(session, "open_engine", broken)

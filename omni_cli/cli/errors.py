@@ -57,6 +57,8 @@ def classify(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, MemoryError):
         return FAILURE, "out of memory"
     if isinstance(exc, ImportError):  # an optional backend without its extra
-        return FAILURE, one_line(f"{exc} (the hf backend needs its extra: pip install 'omni_cli[hf]')")
+        from ..extras import install_command
+
+        return FAILURE, one_line(f"{exc} (the hf backend needs its extra: {install_command('hf')})")
     name = type(exc).__name__
     return FAILURE, one_line(f"internal error: {name}: {exc} (run with --debug for the traceback)")

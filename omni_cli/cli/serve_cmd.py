@@ -48,7 +48,9 @@ def serve(
         from ..serve.app import ServeOptions
         from ..serve.server import bind, serve_forever
     except ImportError as exc:
-        raise CliError(f"omni serve needs its extra: pip install 'omni_cli[serve]' ({exc})", 1) from None
+        from ..extras import install_command
+
+        raise CliError(f"omni serve needs its extra: {install_command('serve')} ({exc})", 1) from None
     from .session import ModelOptions, open_engine
 
     engine = open_engine(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,

@@ -106,7 +106,8 @@ def test_package_imports_without_torch_and_build_says_what_to_install():
     )
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
-    assert done.stdout.strip() == 'the hf backend needs the hf extra: pip install "omni_cli[hf]"'
+    # the command that works from this checkout, with the README's CPU torch pin (issue 18)
+    assert done.stdout.strip() == f'the hf backend needs the hf extra: pip install torch==2.13.0 -e "{root}[hf]"'
     code = "import sys, omni_cli.backends.hf, omni_cli.backends.hf.params; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert done.stdout.strip() == "False"

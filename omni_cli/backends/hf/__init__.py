@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...extras import install_command
 from ...spec import SpecError, SpecIssue
 from ..base import BackendUnavailable, LoadReporter, LoadStep, no_report
 from .params import PARAMS, SETTINGS, HFParams
 
-INSTALL_HINT = 'the hf backend needs the hf extra: pip install "omni_cli[hf]"'
+INSTALL_HINT = "the hf backend needs the hf extra: " + install_command("hf")
 
 __all__ = ["INSTALL_HINT", "PARAMS", "SETTINGS", "HFParams", "build"]
 

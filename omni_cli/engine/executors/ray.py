@@ -13,6 +13,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ...backends.base import BackendUnavailable
+from ...extras import install_command
 from ...spec.placement import PlacementSpec
 from ..executor import BatchOutcome, Executor
 from .failures import WorkerDied, cancelled_future, first_line, translated
@@ -27,7 +28,7 @@ def ray_module():
     try:
         import ray  # lazily: only a run that places a component on Ray needs it
     except ImportError:
-        raise BackendUnavailable("placement ray needs Ray: pip install 'omni-cli[ray]'") from None
+        raise BackendUnavailable(f"placement ray needs Ray: {install_command('ray')}") from None
     return ray
 
 

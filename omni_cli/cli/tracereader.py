@@ -71,7 +71,9 @@ def _open(path: str):
     except OSError as exc:
         if exc.errno == errno.EISDIR:
             raise CliError(f"{path}: a directory (a trace is a file written by --trace)", USAGE) from exc
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}", FAILURE) from exc
+        # a name that leads to no readable file is the user's input (2); a failing disk is a runtime failure (1)
+        code = USAGE if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.ENAMETOOLONG) else FAILURE
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}", code) from exc
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):  # /dev/zero, /dev/urandom, a FIFO: no end, or not ours to drain
         os.close(fd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ...extras import install_command
@@ -12,6 +13,20 @@ from .params import PARAMS, SETTINGS, HFParams
 INSTALL_HINT = "the hf backend needs the hf extra: " + install_command("hf")
 
 __all__ = ["INSTALL_HINT", "PARAMS", "SETTINGS", "HFParams", "build"]
+
+
+CHECKPOINT_FILES = ("config.json", "spk_dict.pt")  # what every Qwen2.5-Omni checkpoint directory holds
+
+
+def missing_checkpoint_file(model_path: str) -> str | None:
+    """Why `model_path` is not a checkpoint directory, or None when it looks like one."""
+    path = Path(model_path).expanduser()
+    if not path.is_dir():
+        return f"{path}: no such checkpoint directory"
+    for needed in CHECKPOINT_FILES:
+        if not (path / needed).is_file():
+            return f"{path} is not a Qwen2.5-Omni checkpoint directory: {needed} is missing"
+    return None
 
 
 def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | dict[str, Any] | None = None,
@@ -27,6 +42,9 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
     if not config.model_path:
         raise SpecError([SpecIssue(getattr(card, "source", "<hf settings>"), None, "model_path",
                                    "the hf backend needs a checkpoint directory: pass --model-path DIR")])
+    missing = missing_checkpoint_file(config.model_path)
+    if missing:  # bad input (exit 2), said before torch is imported (issue 18: it exited 1)
+        raise SpecError([SpecIssue("--model-path", None, "", missing)])
     on_load(LoadStep("importing torch and transformers"))
     try:
         # torch and transformers are imported only here, so the package imports without the extra

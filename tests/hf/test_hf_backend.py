@@ -96,12 +96,14 @@ def test_our_sampler_processes_logits_as_transformers_generate_does():
         assert greedy.choose(logits, np.random.default_rng(0), history, allow_eos=True) == int(np.argmax(want))
 
 
-def test_package_imports_without_torch_and_build_says_what_to_install():
+def test_package_imports_without_torch_and_build_says_what_to_install(tmp_path):
+    for name in ("config.json", "spk_dict.pt"):  # a checkpoint directory, as far as can be told before torch
+        (tmp_path / name).write_bytes(b"")
     code = (
         "import sys; sys.modules['torch'] = None\n"
         "import omni_cli.backends.hf as hf\n"
         "from omni_cli.backends.base import BackendUnavailable\n"
-        "try:\n    hf.build(None, {}, {'model_path': '/nowhere'})\n"
+        f"try:\n    hf.build(None, {{}}, {{'model_path': {str(tmp_path)!r}}})\n"
         "except BackendUnavailable as exc:\n    print(exc)\n"
     )
     root = Path(__file__).resolve().parents[2]

@@ -13,8 +13,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-yaml = pytest.importorskip("yaml")
+pytest.importorskip("yaml")
 
+import hf_cards  # noqa: E402
 from test_hf_parity import hf_generate  # noqa: E402
 
 from omni_cli.api import load  # noqa: E402
@@ -29,19 +30,8 @@ THINKER_MAX, TALKER_MAX = 12, 80
 
 @pytest.fixture(scope="module")
 def greedy_card(tmp_path_factory) -> Path:
-    """The shipped card, made to compare with generate(talker_do_sample=False) on the tiny checkpoint."""
-    card = yaml.safe_load((ROOT / "cards" / "qwen2_5_omni.yaml").read_text())
-    card["params"]["match_hf_generate_5_24"] = True
-    loops = card["loops"]
-    loops["thinker_decode"]["max_tokens"] = THINKER_MAX
-    loops["talker_decode"]["max_tokens"] = TALKER_MAX
-    # greedy, but with generate's repetition penalty (talker_do_sample=False keeps it)
-    loops["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
-    loops["vocoder"]["chunk_codes"] = 0  # whole utterance: what generate computes
-    loops["vocoder"].pop("first_chunk_codes", None)
-    path = tmp_path_factory.mktemp("cards") / "qwen2_5_omni_greedy.yaml"
-    path.write_text(yaml.safe_dump(card))
-    return path
+    return hf_cards.greedy_card(tmp_path_factory.mktemp("cards"), "qwen2_5_omni_greedy", thinker_max=THINKER_MAX,
+                                talker_max=TALKER_MAX)
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +46,18 @@ def reference_run(program, tiny_checkpoint):
     model = Qwen2_5OmniForConditionalGeneration.from_pretrained(str(tiny_checkpoint)).eval()
     parts = program.components
     prompt = parts["thinker"].encode(PROMPT, "chat").prefill_ids
-    # the vocoder's noise seed is the card's noise_seed (0) unless the loop passes the request's
+    # the vocoder's noise is drawn from the request's seed (SpeakRequest's default, 0)
     return hf_generate(model, parts, prompt, voice="Chelsie", seed=0, thinker_max=THINKER_MAX, talker_max=TALKER_MAX)
 
 
 def test_engine_run_of_the_card_equals_generate(program, reference_run):
     ref_thinker, ref_talker, ref_wave = reference_run
     result = Engine(program).submit(SpeakRequest(PROMPT, mode="chat", voice="Chelsie"), collect=True).result()
+    thinker, talker = result.tokens["thinker_decode"], result.tokens["talker_decode"]
+    # a real utterance: the thinker stopped at its EOS, the talker at codec EOS, audio for every code
+    assert len(thinker) > 3 and thinker[-1] in program.components["thinker"].eos_token_ids
+    assert 30 < len(talker) < TALKER_MAX and talker[-1] in program.components["talker"].eos_token_ids
+    assert len(set(talker)) > 10
     assert result.tokens["thinker_decode"] == ref_thinker
     assert result.tokens["talker_decode"] == ref_talker
     assert result.samples.size == 480 * (len(ref_talker) - 1) > 0

@@ -1,4 +1,5 @@
-"""Stepped hf components equal transformers' Qwen2_5OmniForConditionalGeneration.generate, bit for bit."""
+"""The hf cascade run by the real Engine equals transformers' Qwen2_5OmniForConditionalGeneration.generate,
+bit for bit; stream equals barrier and interleaved requests equal serial ones."""
 
 from __future__ import annotations
 
@@ -8,36 +9,58 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hf_driver import run_alone, run_interleaved, speak  # noqa: E402
+from hf_cards import greedy_card  # noqa: E402
 
+from omni_cli.api import load  # noqa: E402
 from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput  # noqa: E402
 from omni_cli.backends.hf import build  # noqa: E402
 from omni_cli.backends.hf.tiny import PROMPT  # noqa: E402
+from omni_cli.engine import Engine  # noqa: E402
+from omni_cli.engine.trace import WorkUnitEvent  # noqa: E402
+from omni_cli.spec.request import SpeakRequest  # noqa: E402
 
-FAST = {"vocoder": {"dit_num_steps": 4}}
-
-
-@pytest.fixture(scope="session")
-def parts_5_24(tiny_checkpoint):
-    return build(None, {}, {"model_path": str(tiny_checkpoint), "match_hf_generate_5_24": True})
+FAST = {"dit_num_steps": 4}  # 4 ODE time points instead of 10: enough where ours is compared with ours
 
 
-@pytest.fixture(scope="session")
-def parts_fast(tiny_checkpoint):
-    # 4 ODE time points instead of 10: the tests that compare our runs with each other need no more
-    return build(None, FAST, {"model_path": str(tiny_checkpoint), "match_hf_generate_5_24": True})
+@pytest.fixture(scope="module")
+def cards(tmp_path_factory):
+    return tmp_path_factory.mktemp("parity_cards")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
+def program_whole(cards, tiny_checkpoint):
+    """One whole-utterance vocoder chunk, as generate computes it."""
+    card = greedy_card(cards, "whole", talker_max=50, vocoder=FAST)
+    return load(str(card), settings={"model_path": str(tiny_checkpoint)})
+
+
+@pytest.fixture(scope="module")
+def program_chunked(cards, tiny_checkpoint):
+    """Vocoder chunks of 12 codes: the talker and vocoder can run while the thinker still decodes."""
+    card = greedy_card(cards, "chunked", chunk_codes=12, vocoder=FAST)
+    return load(str(card), settings={"model_path": str(tiny_checkpoint)})
+
+
+@pytest.fixture(scope="module")
 def parts_default(tiny_checkpoint):
-    return build(None, FAST, {"model_path": str(tiny_checkpoint)})
+    return build(None, {"vocoder": FAST}, {"model_path": str(tiny_checkpoint)})
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def reference(tiny_checkpoint):
     from transformers import Qwen2_5OmniForConditionalGeneration
 
     return Qwen2_5OmniForConditionalGeneration.from_pretrained(str(tiny_checkpoint)).eval()
+
+
+def run(program, request, **engine_options):
+    """One request through a fresh Engine: its result and the loops of its WorkUnits in the order they ran."""
+    engine = Engine(program, **engine_options)
+    units = []
+    engine.subscribe(lambda e: units.append(e.loop) if isinstance(e, WorkUnitEvent) else None)
+    result = engine.submit(request, collect=True).result()
+    assert result.error is None, result.error
+    return result, units
 
 
 def hf_generate(model, parts, input_ids, *, voice, seed, thinker_max, talker_max, forced=None, **kwargs):
@@ -78,73 +101,65 @@ def hf_generate(model, parts, input_ids, *, voice, seed, thinker_max, talker_max
     return sequences[0, len(input_ids) :].tolist(), talker_ids, wave
 
 
-def assert_same_as_generate(ours, ref_thinker, ref_talker, ref_wave):
-    assert ours.thinker_tokens == ref_thinker
-    assert ours.talker_tokens == ref_talker
-    assert torch.equal(torch.from_numpy(ours.waveform), ref_wave)
+def assert_same_as_generate(result, ref_thinker, ref_talker, ref_wave):
+    assert result.tokens["thinker_decode"] == ref_thinker
+    assert result.tokens["talker_decode"] == ref_talker
+    assert torch.equal(torch.from_numpy(result.samples), ref_wave)
 
 
-def test_chat_is_bit_equal_to_generate(parts_5_24, reference):
-    ours = run_alone(speak(parts_5_24, PROMPT, seed=7, thinker_max=12, talker_max=80))
-    prompt = parts_5_24["thinker"].encode(PROMPT, "chat").prefill_ids
-    ref = hf_generate(reference, parts_5_24, prompt, voice="Chelsie", seed=7, thinker_max=12, talker_max=80)
-    # a real utterance: the thinker stopped at its EOS, the talker at codec EOS, audio for every code
-    assert len(ours.thinker_tokens) > 3 and ours.thinker_tokens[-1] in parts_5_24["thinker"].eos_token_ids
-    assert 30 < len(ours.codes) < 79 and ours.talker_tokens[-1] in parts_5_24["talker"].eos_token_ids
-    assert len(set(ours.codes)) > 10
-    assert ours.waveform.shape == (len(ours.codes) * 480,) and np.abs(ours.waveform).max() > 0
-    assert_same_as_generate(ours, *ref)
-
-
-def test_echo_is_bit_equal_to_generate_with_forced_reply(parts_fast, reference):
-    text = "say hi"
-    prompt = parts_fast["thinker"].encode(text, "echo")
-    assert parts_fast["thinker"].decode_text(prompt.forced_ids) == text
-    ours = run_alone(speak(parts_fast, text, mode="echo", voice="Ethan", seed=3, talker_max=50))
-    forced = list(prompt.forced_ids) + [min(parts_fast["thinker"].eos_token_ids)]
-    assert ours.thinker_tokens == forced
+def test_echo_is_bit_equal_to_generate_with_forced_reply(program_whole, reference):
+    parts, text = program_whole.components, "say hi"
+    prompt = parts["thinker"].encode(text, "echo")
+    assert parts["thinker"].decode_text(prompt.forced_ids) == text
+    result, _ = run(program_whole, SpeakRequest(text, mode="echo", voice="Ethan", seed=3))
+    forced = list(prompt.forced_ids) + [min(parts["thinker"].eos_token_ids)]
+    assert result.tokens["thinker_decode"] == forced
     # generate, its thinker forced through a logits processor to the same reply
-    ref = hf_generate(
-        reference,
-        parts_fast,
-        prompt.prefill_ids,
-        voice="Ethan",
-        seed=3,
-        thinker_max=12,
-        talker_max=50,
-        forced=forced,
-        token2wav_num_steps=4,
-    )
-    assert len(ours.codes) > 10
-    assert_same_as_generate(ours, *ref)
+    ref = hf_generate(reference, parts, prompt.prefill_ids, voice="Ethan", seed=3, thinker_max=12, talker_max=50,
+                      forced=forced, token2wav_num_steps=4)
+    assert len(result.tokens["talker_decode"]) > 10
+    assert_same_as_generate(result, *ref)
 
 
-def test_stream_and_barrier_hand_offs_give_the_same_outputs(parts_fast):
-    barrier = run_alone(speak(parts_fast, PROMPT, seed=5, stream=False, chunk_codes=12))
-    stream = run_alone(speak(parts_fast, PROMPT, seed=5, stream=True, chunk_codes=12))
-    assert stream.talker_tokens == barrier.talker_tokens and len(stream.codes) > 30
-    assert np.array_equal(stream.waveform, barrier.waveform)
-    # streaming really interleaves: talker and vocoder units run before the thinker's last one
-    last_thinker = max(i for i, u in enumerate(stream.units) if u == "thinker")
-    assert "talker" in stream.units[:last_thinker]
-    assert stream.units.index("vocoder") < max(i for i, u in enumerate(stream.units) if u == "talker")
+def test_stream_and_barrier_hand_offs_give_the_same_outputs(program_chunked):
+    barrier, barrier_units = run(program_chunked, SpeakRequest(PROMPT, mode="chat", seed=5, handoff="barrier"))
+    stream, units = run(program_chunked, SpeakRequest(PROMPT, mode="chat", seed=5, handoff="stream"))
+    assert stream.tokens == barrier.tokens and len(stream.tokens["talker_decode"]) > 30
+    assert stream.samples.size > 0 and np.array_equal(stream.samples, barrier.samples)
+    assert sorted(units) == sorted(barrier_units)  # the same WorkUnits, in another order
+    # barrier: each stage starts after the previous one's last unit
+    last = {loop: max(i for i, u in enumerate(barrier_units) if u == loop) for loop in set(barrier_units)}
+    assert barrier_units.index("talker_decode") > last["thinker_decode"]
+    assert barrier_units.index("vocoder") > last["talker_decode"]
+    # stream really interleaves: talker and vocoder units run before the thinker's and talker's last ones
+    last = {loop: max(i for i, u in enumerate(units) if u == loop) for loop in set(units)}
+    assert units.index("talker_decode") < last["thinker_decode"]
+    assert units.index("vocoder") < last["talker_decode"]
 
 
-def test_interleaved_requests_equal_serial_runs(parts_fast):
-    def requests():
-        return (
-            speak(parts_fast, PROMPT, seed=1, chunk_codes=24),
-            speak(parts_fast, "ok?", mode="echo", voice="Ethan", seed=2, chunk_codes=12, talker_max=30),
-            speak(parts_fast, "what now", seed=3, chunk_codes=0, talker_max=20),
-        )
-
-    serial = [run_alone(gen) for gen in requests()]
-    interleaved = run_interleaved(*requests())
-    assert len({tuple(s.talker_tokens) for s in serial}) == 3  # three different utterances
-    for alone, mixed in zip(serial, interleaved, strict=True):
-        assert alone.thinker_tokens == mixed.thinker_tokens
-        assert alone.talker_tokens == mixed.talker_tokens
-        assert alone.waveform.size > 0 and np.array_equal(alone.waveform, mixed.waveform)
+def test_interleaved_requests_equal_serial_runs(program_chunked):
+    requests = [
+        SpeakRequest(PROMPT, mode="chat", seed=1, request_id="a"),
+        SpeakRequest("ok?", mode="echo", voice="Ethan", seed=2, request_id="b"),
+        SpeakRequest("what now", mode="chat", seed=3, request_id="c"),
+    ]
+    serial = [run(program_chunked, r)[0] for r in requests]
+    # one request per call: every WorkUnit runs as it would alone, so the outputs must be bit-equal
+    engine = Engine(program_chunked, max_batch=1)
+    order = []
+    engine.subscribe(lambda e: order.append(e.request_id) if isinstance(e, WorkUnitEvent) else None)
+    handles = [engine.submit(r, collect=True) for r in requests]
+    for _ in engine.events():
+        pass
+    # really interleaved: another request's unit runs between each request's first and last
+    for rid in "abc":
+        first, last = order.index(rid), len(order) - 1 - order[::-1].index(rid)
+        assert set(order[first:last]) > {rid}, rid
+    assert len({tuple(s.tokens["talker_decode"]) for s in serial}) == 3  # three different utterances
+    for alone, handle in zip(serial, handles, strict=True):
+        mixed = handle.result()
+        assert mixed.error is None and alone.tokens == mixed.tokens
+        assert alone.samples.size > 0 and np.array_equal(alone.samples, mixed.samples)
 
 
 def first_items(parts, text):
@@ -167,11 +182,12 @@ def talker_prefill_logits(parts, items):
     return talker.run(AR_PREFILL, [inp])[0].logits
 
 
-def test_default_prefill_adds_codec_bos_pad_like_transformers_with_a_mask(parts_default, parts_fast, reference):
+def test_default_prefill_adds_codec_bos_pad_like_transformers_with_a_mask(parts_default, program_whole, reference):
     from transformers import DynamicCache
 
-    items = first_items(parts_fast, PROMPT)
-    default, like_5_24 = talker_prefill_logits(parts_default, items), talker_prefill_logits(parts_fast, items)
+    parts_5_24 = program_whole.components
+    items = first_items(parts_5_24, PROMPT)
+    default, like_5_24 = talker_prefill_logits(parts_default, items), talker_prefill_logits(parts_5_24, items)
     # transformers' talker forward given an attention mask, as 4.x generate passed it: adds BOS/PAD
     payload = parts_default["talker"].prefill_from(items, False, "Chelsie").payload
     with torch.no_grad():
@@ -192,17 +208,17 @@ def test_default_prefill_adds_codec_bos_pad_like_transformers_with_a_mask(parts_
     assert np.abs(default - like_5_24).max() > 1e-2  # the setting really changes the prefill
 
 
-def test_bfloat16_is_bit_equal_to_generate_in_bfloat16(tiny_checkpoint):
+def test_bfloat16_is_bit_equal_to_generate_in_bfloat16(cards, tiny_checkpoint):
     from transformers import Qwen2_5OmniForConditionalGeneration
 
-    settings = {"model_path": str(tiny_checkpoint), "dtype": "bfloat16", "match_hf_generate_5_24": True}
-    parts = build(None, FAST, settings)
+    card = greedy_card(cards, "whole_bf16", talker_max=30, vocoder=FAST)
+    program = load(str(card), settings={"model_path": str(tiny_checkpoint), "dtype": "bfloat16"})
+    parts = program.components
     assert parts["thinker"].module.dtype == torch.bfloat16 and parts["vocoder"].module.dtype == torch.float32
     reference = Qwen2_5OmniForConditionalGeneration.from_pretrained(str(tiny_checkpoint), dtype=torch.bfloat16)
-    ours = run_alone(speak(parts, PROMPT, seed=2, talker_max=30))
+    result, _ = run(program, SpeakRequest(PROMPT, mode="chat", voice="Chelsie", seed=2))
     prompt = parts["thinker"].encode(PROMPT, "chat").prefill_ids
-    ref = hf_generate(
-        reference.eval(), parts, prompt, voice="Chelsie", seed=2, thinker_max=12, talker_max=30, token2wav_num_steps=4
-    )
-    assert len(ours.codes) > 10
-    assert_same_as_generate(ours, *ref)
+    ref = hf_generate(reference.eval(), parts, prompt, voice="Chelsie", seed=2, thinker_max=12, talker_max=30,
+                      token2wav_num_steps=4)
+    assert len(result.tokens["talker_decode"]) > 10
+    assert_same_as_generate(result, *ref)

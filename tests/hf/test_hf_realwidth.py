@@ -15,7 +15,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-yaml = pytest.importorskip("yaml")
+pytest.importorskip("yaml")
+
+import hf_cards  # noqa: E402
 
 from omni_cli.api import load  # noqa: E402
 from omni_cli.backends.hf import realwidth_config as rw  # noqa: E402
@@ -32,24 +34,8 @@ LONG_ECHO = "hello there, you"  # ~14 codes: several vocoder chunks of 6 (BigVGA
 NO_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 
 
-def greedy_card(directory: Path, name: str, *, chunk_codes: int = 0, first_chunk_codes: int | None = None,
-                thinker_max: int = THINKER_MAX, vocoder: dict | None = None) -> Path:
-    """The shipped card made comparable with generate(talker_do_sample=False): greedy with its
-    repetition penalty, 5.24's talker prefill, short caps; chunk_codes 0 = one whole-utterance chunk."""
-    card = yaml.safe_load((ROOT / "cards" / "qwen2_5_omni.yaml").read_text())
-    card["params"]["match_hf_generate_5_24"] = True
-    loops = card["loops"]
-    loops["thinker_decode"]["max_tokens"] = thinker_max
-    loops["talker_decode"]["max_tokens"] = TALKER_MAX
-    loops["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
-    loops["vocoder"]["chunk_codes"] = chunk_codes
-    loops["vocoder"].pop("first_chunk_codes", None)
-    card["components"]["vocoder"]["params"].update(vocoder or {})
-    if first_chunk_codes is not None:
-        loops["vocoder"]["first_chunk_codes"] = first_chunk_codes
-    path = directory / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(card))
-    return path
+def greedy_card(directory: Path, name: str, **changes) -> Path:
+    return hf_cards.greedy_card(directory, name, **{"thinker_max": THINKER_MAX, "talker_max": TALKER_MAX, **changes})
 
 
 @pytest.fixture(scope="module")

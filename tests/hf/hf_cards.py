@@ -1,0 +1,30 @@
+"""The shipped qwen2_5_omni card made comparable with generate(talker_do_sample=False), for the hf tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def greedy_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max: int = 80, chunk_codes: int = 0,
+                first_chunk_codes: int | None = None, vocoder: dict | None = None) -> Path:
+    """Greedy with generate's repetition penalty (talker_do_sample=False keeps it), transformers 5.24's
+    talker prefill, short caps; chunk_codes 0 = one whole-utterance chunk (what generate computes).
+    vocoder: params over the card's (e.g. {"dit_num_steps": 4} where ours is only compared with ours)."""
+    card = yaml.safe_load((ROOT / "cards" / "qwen2_5_omni.yaml").read_text())
+    card["params"]["match_hf_generate_5_24"] = True
+    loops = card["loops"]
+    loops["thinker_decode"]["max_tokens"] = thinker_max
+    loops["talker_decode"]["max_tokens"] = talker_max
+    loops["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
+    loops["vocoder"]["chunk_codes"] = chunk_codes
+    loops["vocoder"].pop("first_chunk_codes", None)
+    if first_chunk_codes is not None:
+        loops["vocoder"]["first_chunk_codes"] = first_chunk_codes
+    card["components"]["vocoder"]["params"].update(vocoder or {})
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(card))
+    return path

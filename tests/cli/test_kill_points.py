@@ -60,9 +60,10 @@ def test_a_signal_at_any_moment_leaves_a_valid_file_of_whole_chunks(spawn, home,
         p = spawn("speak", LONG_TEXT, "-o", path.name, "-q")
         if target is None:
             # past the interpreter's own start-up (a signal there is Python's, not omni's)
-            _wait_for(p, lambda: _catches(p.pid, signal.SIGTERM), "omni's signal handlers")
+            _wait_for(p, lambda pid=p.pid: _catches(pid, signal.SIGTERM), "omni's signal handlers")
         else:
-            _wait_for(p, lambda: _size(path) >= max(target, 0), f"{path.name} to reach {target} bytes")
+            _wait_for(p, lambda path=path, least=target: _size(path) >= max(least, 0),
+                      f"{path.name} to reach {target} bytes")
         p.send_signal(signum)
         code = p.wait(timeout=PATIENCE_S)
         err = p.stderr.read()

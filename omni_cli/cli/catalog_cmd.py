@@ -141,8 +141,8 @@ def _validate(kind: str, targets: list[str], check) -> None:
 @programs.command("validate")
 def programs_validate(names: Annotated[list[str] | None, typer.Argument(
         metavar="[NAME|PATH]...", help="Programs to check; default: every shipped program.")] = None,
-        card: str = typer.Option("qwen2_5_omni_toy", "--card", "-c", metavar="NAME|PATH",
-                                 help="The card to check them against.")) -> None:
+        card: str | None = typer.Option(None, "--card", "-c", metavar="NAME|PATH", help="The card to check them "
+                                        "against; default: a shipped card with the capabilities each one requires.")) -> None:
     """Check programs against a card and print every issue as file:line: key: message.
 
     Exit status 2 if any program has an issue.
@@ -151,10 +151,12 @@ def programs_validate(names: Annotated[list[str] | None, typer.Argument(
       omni programs validate
       omni programs validate my_program.yaml --card qwen2_5_omni
     """
-    from ..program import list_files, load_card_file, load_checked
+    from ..program import card_for, list_files, load_card_file, load_checked
 
-    load_card_file(card)  # a bad card is one error, not the same issues under every program
-    _validate("program", names or [str(p) for p in list_files("programs")], lambda name: load_checked(card, name))
+    if card is not None:
+        load_card_file(card)  # a bad card is one error, not the same issues under every program
+    _validate("program", names or [str(p) for p in list_files("programs")],
+              lambda name: load_checked(card or card_for(name), name))
 
 
 @programs.command("list")

@@ -1,12 +1,12 @@
 """Cards and programs compiled into loops and a node graph; the op registry; the catalog."""
 
 from . import sentence_ops  # noqa: F401 - registers the sentence cascade's ops in OPS
-from .catalog import list_files, load_card_file, load_checked, load_program_file, resolve
+from .catalog import card_for, list_files, load_card_file, load_checked, load_program_file, resolve
 from .checks import check_program, component_params
 from .compiler import CompiledProgram, WiredRequest, compile_program
 from .ops import OPS, RequestContext
 
 __all__ = [
     "OPS", "CompiledProgram", "RequestContext", "WiredRequest", "check_program", "compile_program", "component_params",
-    "list_files", "load_card_file", "load_checked", "load_program_file", "resolve",
+    "card_for", "list_files", "load_card_file", "load_checked", "load_program_file", "resolve",
 ]

@@ -63,6 +63,23 @@ def load_program_file(name_or_path: str) -> ProgramSpec:
     return load_program(read_yaml(resolve("programs", name_or_path)))
 
 
+def card_for(program: str, preferred: str = "qwen2_5_omni_toy") -> str:
+    """A shipped card with every capability `program` requires (`preferred` when it has them, or when no card
+    has): what `omni programs validate` checks a program against when no card is named."""
+    try:
+        needs = set(load_program_file(program).requires)
+    except SpecError:  # load_checked reports it, with every other issue of the file
+        return preferred
+    names = sorted((p.stem for p in list_files("cards")), key=lambda name: name != preferred)
+    for name in names:
+        try:
+            if needs <= set(load_card_file(name).capabilities):
+                return name
+        except SpecError:
+            continue
+    return preferred
+
+
 def load_checked(card: str, program: str | None = None) -> tuple[CardSpec, ProgramSpec]:
     """A card and a program (names or paths; the program defaults to the card's) with every check that needs
     no weights; SpecError with every issue of both in one pass (issue 18) — what `omni cards validate` prints,

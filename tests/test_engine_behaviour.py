@@ -9,8 +9,8 @@ import pytest
 from runtime_helpers import run_alone
 
 from omni_cli.engine import AdmissionError, Engine
-from omni_cli.loops import DONE, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
-from omni_cli.program import WiredRequest
+from omni_cli.loops import DONE, NO_BOUND, Footprint, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from omni_cli.program import WiredRequest, size_request
 from omni_cli.spec import SpeakRequest
 from omni_cli.spec.stream import RequestDone, RequestStatus
 
@@ -45,10 +45,10 @@ class ScriptedLoop(Loop):
         self.aborted: list[str] = []
 
     def init(self, rid):
-        return ScriptedState(self.loop_id, rid, resident_bytes=self.resident, waits_left=self.waits)
+        return ScriptedState(self.loop_id, rid, waits_left=self.waits)
 
-    def peak_step_bytes(self, state):
-        return self.step_bytes_
+    def footprint(self, state, upstream):
+        return Footprint(self.resident, self.step_bytes_), NO_BOUND
 
     def next(self, state):
         if state.status is LoopStatus.FINISHED:
@@ -82,7 +82,8 @@ def scripted_program(loop, budget_mib=1, max_batch=4):
     loops = loop if isinstance(loop, list) else [loop]
 
     def wire(rid, request, emit):
-        return WiredRequest(rid, [(one, one.init(rid)) for one in loops], {}, None)
+        states = [(one, one.init(rid)) for one in loops]
+        return WiredRequest(rid, states, {}, None, size_request(states, {}))
 
     return SimpleNamespace(card=card, wire=wire, components={})
 
@@ -167,7 +168,7 @@ class ConsumerLoop(ScriptedLoop):
         self.waited = 0
 
     def init(self, rid):
-        return ScriptedState(self.loop_id, rid, resident_bytes=self.resident)
+        return ScriptedState(self.loop_id, rid)
 
     def next(self, state):
         if state.status is LoopStatus.FINISHED:

@@ -71,10 +71,10 @@ class Engine:
             raise ValueError(f"request id {rid!r} is already in use")
         holder: list[EngineRequest] = []
         wired = self.program.wire(rid, request, lambda event: self._emit(holder[0], event))
-        peak = max((loop.peak_step_bytes(state) for loop, state in wired.states), default=0)
-        r = EngineRequest(rid, request, wired, collect, self.now(), wired.resident_bytes, peak)
+        resident, peak = wired.footprint.resident_bytes, wired.footprint.peak_step_bytes
+        r = EngineRequest(rid, request, wired, collect, self.now(), resident, peak)
         holder.append(r)
-        if r.resident_bytes + peak > self.budget.capacity:
+        if resident + peak > self.budget.capacity:
             raise AdmissionError(f"request {rid} needs {mib(r.resident_bytes + peak)} ({mib(r.resident_bytes)} resident "
                                  f"+ {mib(peak)} per step), over the {mib(self.budget.capacity)} memory budget")
         self._requests[rid] = r

@@ -38,7 +38,7 @@ class EngineRequest:
     wired: WiredRequest | None  # released when the request ends: its states hold caches and hidden states
     collect: bool
     submitted_s: float
-    resident_bytes: int = 0  # the footprint, computed once at submit
+    resident_bytes: int = 0  # its footprint (WiredRequest.footprint, sized once at wiring)
     peak_step_bytes: int = 0
     status: RequestStatus = RequestStatus.QUEUED
     reserved_bytes: int = 0

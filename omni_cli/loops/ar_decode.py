@@ -10,7 +10,19 @@ import numpy as np
 from ..backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARModel, ARStepInput, ARStepOutput
 from ..spec.card import LoopSpec
 from ..spec.errors import SpecError, SpecIssue
-from .base import DONE, Done, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import (
+    DONE,
+    Done,
+    Footprint,
+    Loop,
+    LoopRequest,
+    LoopResult,
+    LoopState,
+    LoopStatus,
+    OutputBound,
+    Wait,
+    WorkPlan,
+)
 from .channel import ARChannel
 from .feeds import ARFeed
 from .registry import register_loop_kind
@@ -29,8 +41,6 @@ class ARState(LoopState):
     rng: np.random.Generator | None = None
     max_tokens: int = 0
     positions: int = 0  # positions in the cache
-    max_positions: int = 0  # most positions this request can reach (sizes the admission)
-    prefill_positions: int = 0  # positions its prefill consumes (a bound until it ran)
     history: list[int] = field(default_factory=list)  # prompt + generated ids, for the repetition penalty
     tokens: list[int] = field(default_factory=list)  # generated ids (EOS included when it came)
     stop_reason: str | None = None  # eos | input_bound | max_tokens | max_positions
@@ -54,25 +64,28 @@ class ARDecodeLoop(Loop):
     def init(self, feed: ARFeed, out: ARChannel, request: LoopRequest) -> ARState:
         asked = feed.max_tokens()  # the caller's cap (SpeakRequest.max_tokens), on the loop reading the text
         limit = self.spec.max_tokens if asked is None else min(asked, self.spec.max_tokens)
-        request_id, seed = request.request_id, request.seed
-        _, feed_max = feed.bounds()
-        self._check_fits(feed, feed_max, limit, asked)
-        out.prompt_positions = feed.prefill_hint()  # replaced by the real count after the prefill
-        out.max_items = limit if feed_max is None else min(limit, feed_max)
-        # the prompt plus every token this loop may make, or less when the feed knows (echo): a feed's
-        # bound alone (the talker's 4096 codes) would reserve for tokens this loop's limit never makes
-        hint = feed.max_positions_hint()
-        most = feed.prefill_hint() + limit + 1
-        positions = min(most if hint is None else min(hint, most), self.component.max_positions)
+        self._check_fits(feed, feed.bounds()[1], limit, asked)
         return ARState(
-            loop_id=self.loop_id, request_id=request_id, feed=feed, out=out,
+            loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
             cache=self.component.new_cache(),
             # one stream of random numbers per request and loop: interleaving cannot change it
-            rng=np.random.default_rng([seed, self.stage]),
+            rng=np.random.default_rng([request.seed, self.stage]),
             max_tokens=limit,
-            max_positions=positions, resident_bytes=self.component.cache_bytes(positions),
-            prefill_positions=min(feed.prefill_hint(), positions),
         )
+
+    def footprint(self, state: ARState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
+        """The KV cache for the prompt plus every token this loop may make, or fewer positions when the feed
+        knows (echo; the talker's codes per reply token): a feed's bound alone (the talker's 4096 codes)
+        would reserve for tokens this loop's limit never makes."""
+        feed, limit, most = state.feed, state.max_tokens, self.component.max_positions
+        prompt = feed.prefill_bound(upstream)
+        known = feed.max_positions_bound(upstream)
+        positions = min(prompt + limit + 1, most if known is None else min(known, most))
+        prefill = min(prompt, positions)
+        peak = max(self.component.step_bytes(prefill, prefill), self.component.step_bytes(1, positions))
+        made = feed.max_items_bound(upstream)  # sized from upstream's bound, not from what it sent so far
+        made = OutputBound(limit if made is None else min(limit, made), prompt_positions=prompt)
+        return Footprint(self.component.cache_bytes(positions), peak), made
 
     def _check_fits(self, feed: ARFeed, feed_max: int | None, limit: int, asked: int | None) -> None:
         """Limits known before the run are checked before it (issue 12: no silent truncation)."""
@@ -80,8 +93,8 @@ class ARDecodeLoop(Loop):
             raise SpecError([SpecIssue("<request>", None, "text", message)])
 
         most = self.component.max_positions
-        if feed.prefill_is_known() and feed.prefill_hint() + 1 > most:
-            refuse(f"the prompt is {feed.prefill_hint()} positions, over the {self.loop_id} loop's "
+        if feed.prefill_is_known() and feed.prefill_bound() + 1 > most:
+            refuse(f"the prompt is {feed.prefill_bound()} positions, over the {self.loop_id} loop's "
                    f"max_positions of {most} (split it into lines: one utterance per line)")
         if feed.forced_at(0) is None:
             return
@@ -90,14 +103,10 @@ class ARDecodeLoop(Loop):
             whose = "the request's" if asked is not None and asked < self.spec.max_tokens else f"the {self.loop_id} loop's"
             refuse(f"the text is {feed_max - 1} tokens, over {whose} max_tokens of {limit} "
                    "(split it into lines: one utterance per line)")
-        hint = feed.max_positions_hint()
-        if hint is not None and hint > most:
-            refuse(f"the text needs {hint} positions, over the {self.loop_id} loop's max_positions of {most} "
+        known = feed.max_positions_bound()
+        if known is not None and known > most:
+            refuse(f"the text needs {known} positions, over the {self.loop_id} loop's max_positions of {most} "
                    "(split it into lines: one utterance per line)")
-
-    def peak_step_bytes(self, state: ARState) -> int:
-        prefill = self.component.step_bytes(state.prefill_positions, state.prefill_positions)
-        return max(prefill, self.component.step_bytes(1, state.max_positions))
 
     def next(self, state: ARState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
@@ -134,7 +143,6 @@ class ARDecodeLoop(Loop):
         """Advance a batch; the tokens it samples are chosen in one vectorised call (same numbers as alone)."""
         for state, plan, _ in items:
             if state.step == 0:  # the prompt counts for the repetition penalty
-                state.out.prompt_positions = len(plan.inputs.token_ids)
                 state.history.extend(plan.inputs.token_ids)
         tokens = [plan.forced_token for _, plan, _ in items]
         bounds = [state.feed.bounds() for state, _, _ in items]

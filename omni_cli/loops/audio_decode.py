@@ -9,7 +9,20 @@ import numpy as np
 
 from ..backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput, VocoderModel
 from ..spec.card import LoopSpec
-from .base import DONE, Done, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import (
+    DONE,
+    NO_BOUND,
+    Done,
+    Footprint,
+    Loop,
+    LoopRequest,
+    LoopResult,
+    LoopState,
+    LoopStatus,
+    OutputBound,
+    Wait,
+    WorkPlan,
+)
 from .channel import Channel
 from .feeds import CodesFeed
 from .registry import register_loop_kind
@@ -51,14 +64,16 @@ class AudioDecodeLoop(Loop):
 
     def init(self, feed: CodesFeed, out: Channel, request: LoopRequest) -> AudioState:
         return AudioState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
-                          vocoder_state=self.component.new_state(request.voice, seed=request.seed),
-                          # sized from this request's limit on codes, not an assumed utterance length
-                          resident_bytes=self.component.state_bytes(feed.max_codes_hint()))
+                          vocoder_state=self.component.new_state(request.voice, seed=request.seed))
 
-    def peak_step_bytes(self, state: AudioState) -> int:
+    def footprint(self, state: AudioState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
+        """Sized from the talker's bound on this request's tokens (codes are at most that many), not an
+        assumed utterance length."""
+        codes = upstream.max_items
+        resident = self.component.state_bytes(codes)
         if self.chunk_codes == 0:  # one chunk: the whole utterance, from its start
-            return self.component.step_bytes(state.feed.max_codes_hint() or 1, start=0, is_final=True)
-        return self.component.step_bytes(self.chunk_codes)
+            return Footprint(resident, self.component.step_bytes(codes or 1, start=0, is_final=True)), NO_BOUND
+        return Footprint(resident, self.component.step_bytes(self.chunk_codes)), NO_BOUND
 
     def next(self, state: AudioState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:

@@ -56,7 +56,6 @@ class LoopState:
     request_id: str
     status: LoopStatus = LoopStatus.WAITING
     step: int = 0  # WorkUnits done
-    resident_bytes: int = 0  # declared at init, reserved by the engine at admission
     recorder: Any = None  # rollout profile: hears each WorkUnit (loops/recorder.py); None when serving
 
 
@@ -72,6 +71,27 @@ class LoopResult:
 
 
 @dataclass(frozen=True)
+class OutputBound:
+    """What a loop can promise its reader before it runs, from the request's limits alone: at most
+    `max_items` items (None: no bound known), after a prefill of at most `prompt_positions` positions."""
+
+    max_items: int | None = None
+    prompt_positions: int = 0
+
+
+NO_BOUND = OutputBound()  # what a loop reading the request's text (no loop upstream) is given
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """One loop's share of a request's memory: what its state holds from admission to the end, and the
+    most one of its steps holds while it runs (admission keeps that much headroom)."""
+
+    resident_bytes: int = 0
+    peak_step_bytes: int = 0
+
+
+@dataclass(frozen=True)
 class LoopRequest:
     """What a loop's init takes from the request, the same for every kind."""
 
@@ -83,7 +103,7 @@ class LoopRequest:
 
 class Loop:
     """A driven loop over one component. Subclasses declare their kind (see registry.py) and implement
-    init, next, advance, finalize, abort; `peak_step_bytes` and `advance_many` have defaults."""
+    init, next, advance, finalize, abort; `footprint` and `advance_many` have defaults."""
 
     kind: ClassVar[str]  # the name a card's loop `kind:` uses
     work_unit: ClassVar[str]  # the WorkUnit kind it runs (a card may omit `work_unit`: it follows from kind)
@@ -102,9 +122,11 @@ class Loop:
         """A request's state: `feed` is what its prompt slot holds, `out` the channel it publishes into."""
         raise NotImplementedError
 
-    def peak_step_bytes(self, state: LoopState) -> int:
-        """The most bytes one of this request's steps may hold (admission keeps that much headroom)."""
-        return 0
+    def footprint(self, state: LoopState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
+        """This request's bytes in this loop, sized from `upstream` (the bound of the loop it reads, NO_BOUND
+        for the request's text), and the bound this loop hands its own reader. Called once, at wiring
+        (program/sizing.py), before anything runs; nothing sized here is written onto channels or states."""
+        return Footprint(), NO_BOUND
 
     def next(self, state: LoopState) -> WorkPlan | Wait | Done:
         raise NotImplementedError

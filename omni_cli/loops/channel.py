@@ -15,7 +15,6 @@ class Channel(Generic[T]):
         self.name = name
         self.items: list[T] = []
         self.is_closed = False
-        self.max_items: int | None = None  # producer's upper bound, for sizing downstream state
         # items a pacing reader has finished with; a producer that keeps in step waits for it (None: no one paces)
         self.num_consumed: int | None = None
         self._listeners: list[Callable[[T | None], None]] = []
@@ -43,8 +42,4 @@ class Channel(Generic[T]):
 
 
 class ARChannel(Channel[T]):
-    """The output of an AR loop, with the size hints downstream state is sized by."""
-
-    def __init__(self, name: str):
-        super().__init__(name)
-        self.prompt_positions = 0  # positions the producer's prefill consumed
+    """The output of an AR loop: one ARItem per step (what the next loop's feed reads)."""

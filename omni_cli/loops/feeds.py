@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends.base import ARItem, Prefill, TalkerModel, ThinkerPrompt
+from .base import NO_BOUND, OutputBound
 from .channel import ARChannel
 
 
@@ -40,7 +41,7 @@ class ARFeed:
         return None
 
     def prefill_is_known(self) -> bool:
-        """Whether prefill_hint() is the exact prompt length already (checked against the model's positions
+        """Whether prefill_bound() is the exact prompt length already (checked against the model's positions
         before the run), not a bound on what upstream will send."""
         return False
 
@@ -48,12 +49,18 @@ class ARFeed:
         """Whether stopping at bounds()'s `most` cuts the output short (a cap) rather than ends it."""
         return False
 
-    def max_positions_hint(self) -> int | None:
-        """Most positions this request can reach (prompt + tokens), None if unknown."""
+    def max_items_bound(self, upstream: OutputBound = NO_BOUND) -> int | None:
+        """Most tokens this request can make through this feed before it runs, given what upstream can send
+        (bounds() says it for what upstream has sent so far); None: only the loop's max_tokens bounds them."""
         return None
 
-    def prefill_hint(self) -> int:
-        """Positions the prefill will consume (an upper bound when not known yet)."""
+    def max_positions_bound(self, upstream: OutputBound = NO_BOUND) -> int | None:
+        """Most positions this request can reach (prompt + tokens), given what upstream can send; None if
+        unknown."""
+        return None
+
+    def prefill_bound(self, upstream: OutputBound = NO_BOUND) -> int:
+        """Positions the prefill will consume (an upper bound when not known yet), given what upstream can send."""
         return 1
 
     def describe_wait(self) -> str:
@@ -88,13 +95,16 @@ class ThinkerFeed(ARFeed):
             return 0, len(self.prompt.forced_ids) + 1
         return 0, None
 
-    def prefill_hint(self) -> int:
+    def prefill_bound(self, upstream: OutputBound = NO_BOUND) -> int:
         return len(self.prompt.prefill_ids)
+
+    def max_items_bound(self, upstream: OutputBound = NO_BOUND) -> int | None:
+        return self.bounds()[1]
 
     def prefill_is_known(self) -> bool:
         return True
 
-    def max_positions_hint(self) -> int | None:
+    def max_positions_bound(self, upstream: OutputBound = NO_BOUND) -> int | None:
         if self.prompt.forced_ids is None:
             return None
         return len(self.prompt.prefill_ids) + len(self.prompt.forced_ids) + 1
@@ -133,15 +143,16 @@ class TalkerFeed(ARFeed):
     def bound_is_cap(self) -> bool:
         return self.talker.codes_bound_is_cap
 
-    def max_positions_hint(self) -> int | None:
-        replies = self.upstream.max_items
-        if replies is None:
-            return None
-        return self.prefill_hint() + self.talker.max_codes_for(replies)
+    def max_items_bound(self, upstream: OutputBound = NO_BOUND) -> int | None:
+        return None if upstream.max_items is None else self.talker.max_codes_for(upstream.max_items)
 
-    def prefill_hint(self) -> int:
+    def max_positions_bound(self, upstream: OutputBound = NO_BOUND) -> int | None:
+        codes = self.max_items_bound(upstream)
+        return None if codes is None else self.prefill_bound(upstream) + codes
+
+    def prefill_bound(self, upstream: OutputBound = NO_BOUND) -> int:
         # the talker's prefill holds one row per thinker prompt position, plus a few of its own
-        return self.upstream.prompt_positions + 2
+        return upstream.prompt_positions + 2
 
     def describe_wait(self) -> str:
         state = "closed" if self.upstream.is_closed else "open"
@@ -169,9 +180,6 @@ class CodesFeed:
                 self.codes.append(code)
             self._seen += 1
         return self.codes, self.upstream.is_closed
-
-    def max_codes_hint(self) -> int | None:
-        return self.upstream.max_items
 
     def describe_wait(self) -> str:
         return f"{self.upstream.name}: {len(self.codes)} codes ({'barrier' if self.is_barrier else 'stream'})"

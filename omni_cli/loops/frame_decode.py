@@ -14,7 +14,20 @@ import numpy as np
 from ..backends.sentence_types import FRAME_CHUNK, FrameChunkInput, FrameVocoder, SentenceFrames
 from ..spec.card import LoopSpec
 from .audio_decode import AudioPiece
-from .base import DONE, Done, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import (
+    DONE,
+    NO_BOUND,
+    Done,
+    Footprint,
+    Loop,
+    LoopRequest,
+    LoopResult,
+    LoopState,
+    LoopStatus,
+    OutputBound,
+    Wait,
+    WorkPlan,
+)
 from .channel import Channel
 from .registry import register_loop_kind
 from .sentences import SentenceFeed
@@ -43,8 +56,9 @@ class FrameDecodeLoop(Loop):
     def init(self, feed: SentenceFeed, out: Channel, request: LoopRequest) -> FrameDecodeState:
         return FrameDecodeState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out)
 
-    def peak_step_bytes(self, state: FrameDecodeState) -> int:
-        return self.component.step_bytes(self.component.chunk_size(1 << 16) + 2 * self.component.context_frames)
+    def footprint(self, state: FrameDecodeState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
+        frames = self.component.chunk_size(1 << 16) + 2 * self.component.context_frames  # the largest chunk
+        return Footprint(peak_step_bytes=self.component.step_bytes(frames)), NO_BOUND
 
     def next(self, state: FrameDecodeState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:

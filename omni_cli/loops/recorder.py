@@ -16,7 +16,7 @@ import numpy as np
 
 from .ar_decode import ARDecodeLoop, ARState
 from .audio_decode import AudioDecodeLoop
-from .base import LoopState
+from .base import NO_BOUND, LoopState, OutputBound
 from .feeds import ARFeed, StepFeed
 from .sampling import Drawn, Sampler, model_logprob
 
@@ -110,11 +110,18 @@ class ReplayFeed(ARFeed):
         # never past the recording (a different card may not stop where the recorded one did)
         return fewest, len(self.tokens) if most is None else min(most, len(self.tokens))
 
-    def max_positions_hint(self) -> int | None:
-        return self.inner.max_positions_hint()
+    def max_items_bound(self, upstream: OutputBound = NO_BOUND) -> int | None:
+        most = self.inner.max_items_bound(upstream)
+        return len(self.tokens) if most is None else min(most, len(self.tokens))
 
-    def prefill_hint(self) -> int:
-        return self.inner.prefill_hint()
+    def max_positions_bound(self, upstream: OutputBound = NO_BOUND) -> int | None:
+        return self.inner.max_positions_bound(upstream)
+
+    def prefill_bound(self, upstream: OutputBound = NO_BOUND) -> int:
+        return self.inner.prefill_bound(upstream)
+
+    def prefill_is_known(self) -> bool:
+        return self.inner.prefill_is_known()
 
     def describe_wait(self) -> str:
         return self.inner.describe_wait()

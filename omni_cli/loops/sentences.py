@@ -19,7 +19,20 @@ from ..backends.sentence_types import (
     SplitText,
 )
 from ..spec.card import LoopSpec
-from .base import DONE, Done, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
+from .base import (
+    DONE,
+    NO_BOUND,
+    Done,
+    Footprint,
+    Loop,
+    LoopRequest,
+    LoopResult,
+    LoopState,
+    LoopStatus,
+    OutputBound,
+    Wait,
+    WorkPlan,
+)
 from .channel import Channel
 from .registry import register_loop_kind
 
@@ -90,9 +103,6 @@ class PhonemizeLoop(Loop):
     def init(self, feed: str, out: Channel, request: LoopRequest) -> PhonemizeState:
         return PhonemizeState(loop_id=self.loop_id, request_id=request.request_id, text=feed, out=out)
 
-    def peak_step_bytes(self, state: PhonemizeState) -> int:
-        return 0  # gruut's memory does not grow with the request
-
     def next(self, state: PhonemizeState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
             return DONE
@@ -111,7 +121,6 @@ class PhonemizeLoop(Loop):
         if plan.kind == TEXT_SPLIT:
             split: SplitText = output
             state.sentences, state.dropped = split.sentences, split.dropped
-            state.out.max_items = len(split.sentences)
             return state
         index = state.next_sentence
         read: ReadSentence = output
@@ -160,8 +169,9 @@ class SentenceFramesLoop(Loop):
         return FramesState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
                            seed=request.seed, length_scale=1.0 / request.speed)
 
-    def peak_step_bytes(self, state: FramesState) -> int:
-        return self.component.step_bytes(512)  # a long sentence's ids; the largest steps are the decoder's
+    def footprint(self, state: FramesState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
+        # a long sentence's ids; the largest steps are the decoder's
+        return Footprint(peak_step_bytes=self.component.step_bytes(512)), NO_BOUND
 
     def next(self, state: FramesState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:

@@ -5,8 +5,10 @@ from .catalog import card_for, list_files, load_card_file, load_checked, load_pr
 from .checks import check_program, component_params
 from .compiler import CompiledProgram, WiredRequest, compile_program
 from .ops import OPS, RequestContext
+from .sizing import RequestFootprint, size_request
 
 __all__ = [
-    "OPS", "CompiledProgram", "RequestContext", "WiredRequest", "check_program", "compile_program", "component_params",
-    "card_for", "list_files", "load_card_file", "load_checked", "load_program_file", "resolve",
+    "OPS", "CompiledProgram", "RequestContext", "RequestFootprint", "WiredRequest", "check_program", "compile_program",
+    "component_params", "card_for", "list_files", "load_card_file", "load_checked", "load_program_file", "resolve",
+    "size_request",
 ]

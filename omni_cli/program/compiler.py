@@ -25,22 +25,21 @@ from ..spec.stream import StreamEvent
 from .backends import backend_module, settings_schema
 from .checks import check_program
 from .ops import OPS, RequestContext
+from .sizing import RequestFootprint, size_request, upstream_loops
 
 SPEED_RANGE = (0.25, 4.0)  # a request's speed: sentence voices stretch every duration by 1 / speed
 
 
 @dataclass
 class WiredRequest:
-    """One request's loop states (in cascade order) and the slots between them."""
+    """One request's loop states (in cascade order), the slots between them, and its footprint (sized once,
+    here, before anything runs: program/sizing.py)."""
 
     request_id: str
     states: list[tuple[Loop, LoopState]]
     slots: dict[str, Any]
     context: RequestContext
-
-    @property
-    def resident_bytes(self) -> int:
-        return sum(state.resident_bytes for _, state in self.states)
+    footprint: RequestFootprint
 
 
 @dataclass
@@ -52,9 +51,11 @@ class CompiledProgram:
     order: list[NodeSpec]
     settings: dict[str, Any] = field(default_factory=dict)  # the caller's overrides, to compile variants
     roles: dict[str, Any] = field(init=False)
+    upstream: dict[str, str | None] = field(init=False)  # each loop's upstream loop, to size requests
 
     def __post_init__(self) -> None:
         self.roles = {c.role: c for c in self.components.values()}
+        self.upstream = upstream_loops(self.order)
 
     def voices(self) -> list[str]:
         talker = self.roles.get("talker")  # the talker conditions on the voice: it knows them
@@ -102,7 +103,7 @@ class CompiledProgram:
                 slots[node.output] = value
         if request.profile != "serve" or request.replay is not None:
             _profile(request, states)
-        return WiredRequest(request_id, states, slots, ctx)
+        return WiredRequest(request_id, states, slots, ctx, size_request(states, self.upstream))
 
 
 def _profile(request: SpeakRequest, states: list[tuple[Loop, LoopState]]) -> None:

@@ -12,6 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from hf_cards import greedy_card  # noqa: E402
+
 from omni_cli.api import load  # noqa: E402
 from omni_cli.backends.base import AR_PREFILL, AR_TOKEN  # noqa: E402
 from omni_cli.backends.hf import build  # noqa: E402
@@ -53,12 +55,15 @@ def test_a_batch_reserves_what_it_holds(parts):
     assert batch_step_bytes(vocoder, "audio_chunk", chunks) == 3 * chunks[0] - 2 * shared
 
 
-def test_the_talker_reserves_for_its_loops_limit_not_the_components(tiny_checkpoint):
-    program = load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)})
-    wired = program.wire("m", SpeakRequest("hello there", mode="echo"), lambda e: None)
-    talker = dict((loop.loop_id, state) for loop, state in wired.states)["talker_decode"]
+def test_the_talker_reserves_for_its_loops_limit_not_the_components(tiny_checkpoint, tmp_path):
+    program = load(str(greedy_card(tmp_path, "limited", talker_max=80)), settings={"model_path": str(tiny_checkpoint)})
+    talker = program.components["talker"]
     limit = program.card.loops["talker_decode"].max_tokens
-    assert talker.max_positions <= talker.prefill_positions + limit + 1
+    chat = SpeakRequest("hello there", mode="chat")  # the thinker's reply is bounded by its max_tokens alone
+    prompt = len(program.components["thinker"].encode(chat.text, "chat").prefill_ids) + 2  # talker prefill rows
+    assert prompt + limit + 1 < talker.max_positions  # else the component's bound is the loop's
+    reserved = program.wire("m", chat, lambda e: None).footprint.by_loop["talker_decode"].resident_bytes
+    assert reserved == talker.cache_bytes(prompt + limit + 1) < talker.cache_bytes(talker.max_positions)
 
 
 @pytest.mark.slow

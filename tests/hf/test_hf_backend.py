@@ -13,7 +13,6 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from omni_cli.backends.base import BackendUnavailable  # noqa: E402
 from omni_cli.backends.hf import PARAMS, HFParams, build  # noqa: E402
 from omni_cli.loops.sampling import Sampler, apply_repetition_penalty  # noqa: E402
 from omni_cli.spec import SpecError  # noqa: E402
@@ -49,8 +48,14 @@ def test_component_params_are_bounded_dataclasses():
 
 
 def test_build_names_what_is_wrong_with_the_checkpoint(tmp_path):
-    with pytest.raises(BackendUnavailable, match="config.json is missing"):
+    # a directory that is not a checkpoint is bad input (SpecError, exit 2), said before torch loads
+    with pytest.raises(SpecError, match="config.json is missing"):
         build(None, {}, {"model_path": str(tmp_path)})
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(SpecError, match="spk_dict.pt is missing"):
+        build(None, {}, {"model_path": str(tmp_path)})
+    with pytest.raises(SpecError, match="no such checkpoint directory"):
+        build(None, {}, {"model_path": str(tmp_path / "absent")})
     with pytest.raises(SpecError, match="voice: unknown key"):
         build(None, {}, {"model_path": str(tmp_path), "voice": "Chelsie"})
 

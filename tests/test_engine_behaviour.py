@@ -1,95 +1,15 @@
-"""Engine behaviour with scripted loops (no model): admission, cancellation, failures, stalls, trace."""
+"""Engine behaviour with scripted loops (no model): admission, cancellation, failures, trace."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from types import SimpleNamespace
-
 import pytest
 from runtime_helpers import run_alone
+from scripted_engine import ScriptedComponent, ScriptedLoop, drain, scripted_program
 
 from omni_cli.engine import AdmissionError, Engine
-from omni_cli.loops import DONE, NO_BOUND, Footprint, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
-from omni_cli.program import WiredRequest, size_request
+from omni_cli.loops import LoopStatus
 from omni_cli.spec import SpeakRequest
 from omni_cli.spec.stream import RequestDone, RequestStatus
-
-
-class ScriptedComponent:
-    role = "scripted"
-
-    def __init__(self, fail_on: set[str] = frozenset()):
-        self.calls: list[list[str]] = []
-        self.fail_on = set(fail_on)
-
-    def run(self, kind, inputs):
-        self.calls.append([i["rid"] for i in inputs])
-        if any(i["rid"] in self.fail_on for i in inputs):
-            raise RuntimeError("scripted failure")
-        return [i["step"] * 10 for i in inputs]
-
-
-@dataclass
-class ScriptedState(LoopState):
-    outputs: list = field(default_factory=list)
-    waits_left: int = 0
-
-
-class ScriptedLoop(Loop):
-    """`steps` WorkUnits per request; waits `waits` ticks first; resident and step bytes as given."""
-
-    def __init__(self, component, steps=3, waits=0, resident=100, step_bytes=10, stage=0, forever_wait=False):
-        self.loop_id, self.component, self.stage = "scripted", component, stage
-        self.steps, self.waits, self.resident, self.step_bytes_ = steps, waits, resident, step_bytes
-        self.forever_wait = forever_wait
-        self.aborted: list[str] = []
-
-    def init(self, rid):
-        return ScriptedState(self.loop_id, rid, waits_left=self.waits)
-
-    def footprint(self, state, upstream):
-        return Footprint(self.resident, self.step_bytes_), NO_BOUND
-
-    def next(self, state):
-        if state.status is LoopStatus.FINISHED:
-            return DONE
-        if self.forever_wait or state.waits_left:
-            state.waits_left -= 1
-            return Wait(lambda: "scripted wait")
-        if state.step >= self.steps:
-            state.status = LoopStatus.FINISHED
-            return DONE
-        return WorkPlan(self.loop_id, state.request_id, "scripted", state.step, ("scripted",), self.step_bytes_,
-                        {"rid": state.request_id, "step": state.step})
-
-    def advance(self, state, plan, output):
-        state.outputs.append(output)
-        state.step += 1
-        return state
-
-    def finalize(self, state):
-        return LoopResult(self.loop_id, state.step, {"outputs": list(state.outputs)})
-
-    def abort(self, state):
-        self.aborted.append(state.request_id)
-        state.status = LoopStatus.FINISHED
-
-
-def scripted_program(loop, budget_mib=1, max_batch=4):
-    card = SimpleNamespace(batching=SimpleNamespace(max_batch=max_batch),
-                           limits=SimpleNamespace(memory_budget_mib=budget_mib), sample_rate=24000)
-
-    loops = loop if isinstance(loop, list) else [loop]
-
-    def wire(rid, request, emit):
-        states = [(one, one.init(rid)) for one in loops]
-        return WiredRequest(rid, states, {}, None, size_request(states, {}))
-
-    return SimpleNamespace(card=card, wire=wire, components={})
-
-
-def drain(engine):
-    return [e for e in engine.events()]
 
 
 def test_plans_with_equal_keys_run_as_one_batch():
@@ -148,59 +68,6 @@ def test_exception_in_one_requests_step_fails_only_that_request():
     ok = [h.result().loops["scripted"].outputs["outputs"] for h in handles]
     assert ok[0] == ok[2] == [0, 10, 20]
     assert engine.budget.reserved == 0
-
-
-def test_a_program_where_every_loop_waits_fails_instead_of_spinning():
-    engine = Engine(scripted_program(ScriptedLoop(ScriptedComponent(), forever_wait=True)))
-    engine.submit(SpeakRequest("x"))
-    done = [e for e in drain(engine) if isinstance(e, RequestDone)]
-    assert done[0].status is RequestStatus.FAILED and "stalled" in done[0].error
-    assert engine.budget.reserved == 0
-
-
-class ConsumerLoop(ScriptedLoop):
-    """Step k needs the producer's step k done: it waits (real waits, not a countdown) until then."""
-
-    def __init__(self, component, producer_states, steps):
-        super().__init__(component, steps=steps, stage=1)
-        self.loop_id = "consumer"
-        self.producer_states = producer_states
-        self.waited = 0
-
-    def init(self, rid):
-        return ScriptedState(self.loop_id, rid)
-
-    def next(self, state):
-        if state.status is LoopStatus.FINISHED:
-            return DONE
-        if state.step >= self.steps:
-            state.status = LoopStatus.FINISHED
-            return DONE
-        produced = self.producer_states[state.request_id].outputs
-        if len(produced) <= state.step:
-            self.waited += 1
-            return Wait(lambda: "producer behind")
-        return WorkPlan(self.loop_id, state.request_id, "consume", state.step, ("consume",), self.step_bytes_,
-                        {"rid": state.request_id, "step": produced[state.step]})
-
-
-def test_waiting_loops_resume_when_their_input_arrives():
-    producer_states = {}
-
-    class Producer(ScriptedLoop):
-        def init(self, rid):
-            producer_states[rid] = super().init(rid)
-            return producer_states[rid]
-
-    producer = Producer(ScriptedComponent(), steps=3)  # its first step runs in the tick the consumer waits
-    consumer = ConsumerLoop(ScriptedComponent(), producer_states, steps=3)
-    engine = Engine(scripted_program([producer, consumer]))
-    handle = engine.submit(SpeakRequest("x"), collect=True)
-    assert [e.status for e in drain(engine) if isinstance(e, RequestDone)] == [RequestStatus.FINISHED]
-    loops = handle.result().loops
-    assert loops["scripted"].outputs["outputs"] == [0, 10, 20]
-    assert loops["consumer"].outputs["outputs"] == [0, 100, 200]  # each consumed what its producer step made
-    assert consumer.waited >= 1 and engine.budget.reserved == 0
 
 
 def test_trace_has_one_event_per_work_unit(toy):

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from cli_helpers import LONG_TEXT, read_wav
 
-CHUNK_SAMPLES = 10 * 480  # the toy card's vocoder chunk: 10 codes of 480 samples
 HEADER = 44  # a 16-bit mono WAV's header
 PATIENCE_S = 120.0  # generous: only a process that makes no progress at all runs into it
 
@@ -48,12 +47,13 @@ def _size(path: Path) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads signal masks from /proc")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["INT", "TERM", "KILL"])
-def test_a_signal_at_any_moment_leaves_a_valid_file_of_whole_chunks(spawn, home, solo, signum):
+def test_a_signal_at_any_moment_leaves_a_valid_file_of_whole_chunks(spawn, home, solo, program, signum):
     expected = solo(LONG_TEXT)
+    chunk_samples = program.card.loops["vocoder"].chunk_codes * program.roles["vocoder"].samples_per_code
     full = HEADER + 2 * expected.size
     rng = random.Random(int(signum))
     # start-up (handlers just installed), the file just created, three mid-run sizes, the last chunk
-    targets = [None, 0, *(int(full * rng.uniform(0.05, 0.9)) for _ in range(3)), full - 2 * CHUNK_SAMPLES]
+    targets = [None, 0, *(int(full * rng.uniform(0.05, 0.9)) for _ in range(3)), full - 2 * chunk_samples]
     outcomes = []
     for k, target in enumerate(targets):
         path = home / f"kill{k}.wav"
@@ -78,7 +78,7 @@ def test_a_signal_at_any_moment_leaves_a_valid_file_of_whole_chunks(spawn, home,
             # 0: it had already finished; -N: it had, and the signal hit the interpreter's own
             # shutdown (Python puts the default handlers back while it finalizes)
             assert code in (0, 128 + int(signum)) or (code == -int(signum) and samples.size == expected.size), (code, err)
-        whole = samples.size % CHUNK_SAMPLES == 0 or samples.size == expected.size
+        whole = samples.size % chunk_samples == 0 or samples.size == expected.size
         assert whole, f"{samples.size} samples is not a whole number of chunks"
         assert np.array_equal(samples, expected[: samples.size])
         outcomes.append(samples.size)

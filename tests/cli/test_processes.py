@@ -132,9 +132,7 @@ def test_help_starts_without_numpy_rich_or_torch():
     env = proc_env(ROOT)
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
     assert out.stderr.strip() == "[]" and "omni speak" in out.stdout
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "omni_cli.cli", "--help"], capture_output=True, env=env, check=True)
-    assert time.perf_counter() - start < 2.0  # the 0.3 s target is measured by `omni bench`, not on a busy CI box
+    # how fast it starts is `omni bench`'s figure (process start to help printed), never a timed assert here
 
 
 def test_a_terminal_gets_the_live_view_and_then_the_text(home):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import random
 
 import pytest
 
 from omni_cli.api import load
-from omni_cli.bench import BenchResult, PlaybackClock, Workload, run_workload
+from omni_cli.bench import BenchResult, PlaybackClock, Workload, run_workload, targets
 from omni_cli.bench.workload import FirstChunkPath
 from omni_cli.engine.trace import RequestEvent, WorkUnitEvent
 
@@ -66,3 +67,80 @@ def test_run_workload_measures_what_each_request_made():
     # first audio waits at least for the component time of its own chain: the ratio cannot go under 1
     assert all(0 < c <= t for c, t in zip(result.critical_s, result.ttfa_s, strict=True))
     assert 0 < result.overhead_s < result.wall_s
+
+
+def _result(label: str, *, ttfa: list[float], latency: list[float], audio: list[float], wall: float,
+            stall: list[float] | None = None) -> BenchResult:
+    return BenchResult(label, Workload(num_requests=len(latency)), wall, ttfa_s=ttfa, latency_s=latency, audio_s=audio,
+                       stall_s=stall or [])
+
+
+def _reference_run(rng: random.Random, *, ttfa_gain: float, latency_ratio: float, c1_stall: float,
+                   c8_stall: float, c8_rtf: float, throughput: float, same: tuple[int, int]):
+    """A made-up reference run (ours-1, ours-8, generate) whose ratios are the given ones."""
+    n = 8
+    audio = [rng.uniform(3.0, 5.0) for _ in range(n)]
+    gen_latency = [rng.uniform(1.0, 2.0) for _ in range(n)]
+    generate = _result("generate", ttfa=gen_latency, latency=gen_latency, audio=audio, wall=sum(gen_latency))
+    g = generate.summary()
+    one = _result("ours-1", ttfa=[g["ttfa_p50_s"] / ttfa_gain] * n,
+                  latency=[g["latency_p50_s"] * latency_ratio] * n, audio=audio, wall=sum(gen_latency),
+                  stall=[c1_stall * rng.random() for _ in range(n - 1)] + [c1_stall])
+    many = _result("ours-8", ttfa=[0.5] * n, latency=[a * c8_rtf for a in audio], audio=audio,
+                   wall=sum(audio) / (throughput * g["audio_s_per_wall_s"]), stall=[0.0] * (n - 1) + [c8_stall])
+    outputs = {"requests": n, "ours-1": {"same_tokens": same[0], "min_snr_db": rng.uniform(100, 130)},
+               "ours-8": {"same_tokens": same[1], "min_snr_db": rng.uniform(100, 130)}}
+    return [one, many, generate], outputs
+
+
+def _by_target(rows: list[dict]) -> dict[str, dict]:
+    return {row["target"]: row for row in rows}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reference_targets_are_issue_19s_ratios_of_the_run(seed):
+    rng = random.Random(seed)
+    gain, ratio, thr = rng.uniform(2, 20), rng.uniform(0.8, 1.3), rng.uniform(1, 5)
+    stall1 = rng.choice([0.0, rng.uniform(0.01, 0.5)])
+    results, outputs = _reference_run(rng, ttfa_gain=gain, latency_ratio=ratio, c1_stall=stall1, c8_stall=0.0,
+                                      c8_rtf=rng.uniform(0.2, 0.9), throughput=thr, same=(8, rng.randint(6, 8)))
+    rows = _by_target(targets([], (results, outputs), {}))
+    s = {r.label: r.summary() for r in results}
+    ttfa = rows["TTFA p50, generate / ours (chat, greedy, concurrency 1)"]
+    assert ttfa["value"] == pytest.approx(s["generate"]["ttfa_p50_s"] / s["ours-1"]["ttfa_p50_s"])
+    assert ttfa["value"] == pytest.approx(gain) and ttfa["met"] == (gain >= 10) and ttfa["goal"] == ">= 10x"
+    latency = rows["latency p50, ours / generate (concurrency 1)"]
+    assert latency["value"] == pytest.approx(s["ours-1"]["latency_p50_s"] / s["generate"]["latency_p50_s"])
+    assert latency["value"] == pytest.approx(ratio) and latency["met"] == (ratio <= 1.05)
+    stall = rows["stall max, player starting at first audio (ours-1)"]
+    assert stall["value"] == max(results[0].stall_s) == stall1 and stall["met"] == (stall1 == 0)
+    many = rows["stall max, player starting at first audio (ours-8)"]
+    assert many["value"] == 0.0 and many["met"] is True  # faster than real time (RTF < 1): judged
+    assert f"{s['ours-8']['rtf_p50']:.2f}" in many["goal"]
+    throughput = rows["audio s per wall s, ours-8 / generate one by one"]
+    assert throughput["value"] == pytest.approx(s["ours-8"]["audio_s_per_wall_s"] / s["generate"]["audio_s_per_wall_s"])
+    assert throughput["value"] == pytest.approx(thr) and throughput["met"] == (thr >= 3)
+    for label in ("ours-1", "ours-8"):
+        same = rows[f"requests whose tokens and codes equal generate's ({label})"]
+        assert same["value"] == outputs[label]["same_tokens"] and same["goal"] == "8 of 8"
+        assert same["met"] == (outputs[label]["same_tokens"] == 8)
+
+
+def test_reference_targets_met_on_each_side_of_their_bounds():
+    """Just inside and just outside each bound: the verdict flips where issue 19 puts it."""
+    rng = random.Random(7)
+    for inside in (True, False):
+        nudge = 1.01 if inside else 0.99
+        results, outputs = _reference_run(rng, ttfa_gain=10 * nudge, latency_ratio=1.05 / nudge,
+                                          c1_stall=0.0 if inside else 0.001, c8_stall=0.0 if inside else 0.2,
+                                          c8_rtf=0.5, throughput=3 * nudge, same=(8, 8) if inside else (7, 8))
+        rows = targets([], (results, outputs), {})
+        verdicts = [row["met"] for row in rows if row["met"] is not None]
+        assert verdicts[:-1] == [inside] * (len(verdicts) - 1) and verdicts[-1] is True  # ours-8's 8 of 8
+
+
+def test_a_stall_at_concurrency_n_is_not_judged_while_audio_is_made_slower_than_real_time():
+    results, outputs = _reference_run(random.Random(3), ttfa_gain=12, latency_ratio=1.0, c1_stall=0.0,
+                                      c8_stall=2.5, c8_rtf=1.8, throughput=1.5, same=(8, 8))
+    row = _by_target(targets([], (results, outputs), {}))["stall max, player starting at first audio (ours-8)"]
+    assert row["value"] == 2.5 and row["met"] is None and "1.80" in row["goal"]

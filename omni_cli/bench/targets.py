@@ -11,15 +11,19 @@ def _by_label(results: list[BenchResult]) -> dict[str, dict[str, Any]]:
     return {r.label: r.summary() for r in results}
 
 
+def _row(target: str, value: float | None, goal: str, met: bool | None, fmt: str) -> dict[str, Any]:
+    return {"target": target, "measured": "-" if value is None else fmt.format(value), "value": value,
+            "goal": goal, "met": None if met is None else bool(met)}
+
+
 def targets(results: list[BenchResult], reference: tuple[list[BenchResult], dict[str, Any]] | None,
             timings: dict[str, float]) -> list[dict[str, Any]]:
-    """Each target of issue 5 as (what, measured, goal, met), computed from this run's figures."""
+    """Each target of issues 5 and 19 as (what, measured, goal, met), computed from this run's figures."""
     s = _by_label(results)
     rows: list[dict[str, Any]] = []
 
     def add(target: str, value: float | None, goal: str, met: bool | None, fmt: str) -> None:
-        rows.append({"target": target, "measured": "-" if value is None else fmt.format(value), "value": value,
-                     "goal": goal, "met": None if met is None else bool(met)})
+        rows.append(_row(target, value, goal, met, fmt))
 
     if s:  # the standard suite ran
         growth = s["stream-10x"]["ttfa_p50_s"] / s["stream"]["ttfa_p50_s"]
@@ -39,21 +43,39 @@ def targets(results: list[BenchResult], reference: tuple[list[BenchResult], dict
             scale = s[conc[0]]["audio_s_per_wall_s"] / s["concurrency-1"]["audio_s_per_wall_s"]
             add(f"audio s per wall s, {conc[0]} / concurrency-1", scale, "(no target)", None, "{:.2f}x")
     if reference:
-        ref_results, outputs = reference
-        r = _by_label(ref_results)
-        many = next(k for k in r if k.startswith("ours-") and k != "ours-1")
-        ttfa = r["generate"]["ttfa_p50_s"] / r["ours-1"]["ttfa_p50_s"]
-        add("TTFA generate / ours (chat, greedy, concurrency 1)", ttfa, ">= 5x", ttfa >= 5, "{:.1f}x")
-        thr = r[many]["audio_s_per_wall_s"] / r["generate"]["audio_s_per_wall_s"]
-        add(f"audio s per wall s, {many} / generate one by one", thr, ">= 3x", thr >= 3, "{:.1f}x")
-        n = outputs["requests"]
-        for label in ("ours-1", many):
-            same = outputs[label]["same_tokens"]
-            add(f"requests whose tokens and codes equal generate's ({label})", same, f"{n} of {n}", same == n, "{:d}")
-        for label in ("ours-1", many):
-            add(f"waveform vs generate, worst request ({label}, chunked token2wav)", outputs[label]["min_snr_db"],
-                "(reported)", None, "{:.0f} dB SNR")
+        rows += reference_targets(*reference)
     if "speak_s" in timings:
         add("omni speak, process start to file closed", timings["speak_s"], "< 1 s", timings["speak_s"] < 1.0, "{:.2f} s")
         add("omni --help", timings["help_s"], "< 0.3 s", timings["help_s"] < 0.3, "{:.2f} s")
+    return rows
+
+
+def reference_targets(results: list[BenchResult], outputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 19's targets, ours against `generate` one request after another, from reference_suite's run."""
+    r = _by_label(results)
+    many = next(k for k in r if k.startswith("ours-") and k != "ours-1")
+    one, ref = r["ours-1"], r["generate"]
+    rows = []
+    ttfa = ref["ttfa_p50_s"] / one["ttfa_p50_s"]
+    rows.append(_row("TTFA p50, generate / ours (chat, greedy, concurrency 1)", ttfa, ">= 10x", ttfa >= 10,
+                     "{:.1f}x"))
+    latency = one["latency_p50_s"] / ref["latency_p50_s"]
+    rows.append(_row("latency p50, ours / generate (concurrency 1)", latency, "<= 1.05x", latency <= 1.05, "{:.2f}x"))
+    rows.append(_row("stall max, player starting at first audio (ours-1)", one["stall_max_s"], "0 s",
+                     one["stall_max_s"] <= 0, "{:.3f} s"))
+    # at concurrency N a player can only be served without a gap once audio is made faster than it plays
+    rtf = r[many]["rtf_p50"]
+    stall, when = r[many]["stall_max_s"], "0 s once RTF p50 < 1" + ("" if rtf is None else f" (here {rtf:.2f})")
+    rows.append(_row(f"stall max, player starting at first audio ({many})", stall, when,
+                     None if rtf is None or rtf >= 1 else stall <= 0, "{:.3f} s"))
+    thr = r[many]["audio_s_per_wall_s"] / ref["audio_s_per_wall_s"]
+    rows.append(_row(f"audio s per wall s, {many} / generate one by one", thr, ">= 3x", thr >= 3, "{:.1f}x"))
+    n = outputs["requests"]
+    for label in ("ours-1", many):
+        same = outputs[label]["same_tokens"]
+        rows.append(_row(f"requests whose tokens and codes equal generate's ({label})", same, f"{n} of {n}",
+                         same == n, "{:d}"))
+    for label in ("ours-1", many):
+        rows.append(_row(f"waveform vs generate, worst request ({label}, chunked token2wav)",
+                         outputs[label]["min_snr_db"], "(reported)", None, "{:.0f} dB SNR"))
     return rows

@@ -37,6 +37,10 @@ def test_a_metered_run_counts_what_crosses_the_driver(toy, executors):
         assert by["thinker"].hidden_back_bytes >= 2 * d_model * 4 * by["thinker"].work_units
         # ... and the talker's conditioning made from them goes out again (a thinker reply vector a step)
         assert by["talker"].conditioning_out_bytes >= d_model * 4 * by["talker"].work_units
+        # ... while the talker sends back its logits alone: its own states feed nobody (the vocoder reads codes)
+        talker = toy.components["talker"]
+        assert by["talker"].hidden_back_bytes == 0
+        assert by["talker"].received_bytes < (talker.vocab_size + talker.params.d_model) * 4 * by["talker"].work_units
         handoff = by["thinker"].hidden_back_bytes + by["talker"].conditioning_out_bytes
         units = sum(c.work_units for c in crossings)
         assert totals(crossings)["handoff_bytes_per_unit"] == handoff / units

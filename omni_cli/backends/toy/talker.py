@@ -110,4 +110,6 @@ class NumpyTalker:
             offset += n
         hidden = self.decoder.forward(rows, [i.cache for i in inputs])
         logits = linear(np.stack([h[-1] for h in hidden]), self.head)
-        return [ARStepOutput(logits[i], hidden[i], None) for i in range(len(inputs))]
+        # logits only, as the hf talker: nothing reads a talker's states (its stream feeds the vocoder's codes,
+        # ar_stream@talker), and on a placed talker they would cross back to the driver for nothing
+        return [ARStepOutput(logits[i]) for i in range(len(inputs))]

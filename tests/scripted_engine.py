@@ -53,7 +53,7 @@ class ScriptedLoop(Loop):
         if state.step >= self.steps:
             state.status = LoopStatus.FINISHED
             return DONE
-        return WorkPlan(self.loop_id, state.request_id, "scripted", state.step, ("scripted",), self.step_bytes_,
+        return WorkPlan("scripted", state.step, ("scripted",), self.step_bytes_,
                         {"rid": state.request_id, "step": state.step})
 
     def advance(self, state, plan, output):

@@ -44,7 +44,7 @@ class ConsumerLoop(ScriptedLoop):
         if len(produced) <= state.step:
             self.waited += 1
             return Wait(lambda: "producer behind")
-        return WorkPlan(self.loop_id, state.request_id, "consume", state.step, ("consume",), self.step_bytes_,
+        return WorkPlan("consume", state.step, ("consume",), self.step_bytes_,
                         {"rid": state.request_id, "step": produced[state.step]})
 
 
@@ -82,7 +82,7 @@ class Relay(ScriptedLoop):
         if len(self.made) <= state.step:
             self.waited += 1
             return Wait(lambda: "nothing made yet")
-        return WorkPlan(self.loop_id, "c", "scripted", state.step, ("scripted",), self.step_bytes_,
+        return WorkPlan("scripted", state.step, ("scripted",), self.step_bytes_,
                         {"rid": "c", "step": self.made[state.step]})
 
     def advance(self, state, plan, output):

@@ -120,7 +120,7 @@ class ARDecodeLoop(Loop):
                 raise LoopInputError(f"{self.loop_id}: prompt of {n} tokens does not fit the model's "
                                      f"{self.component.max_positions} positions")
             state.status = LoopStatus.RUNNING
-            return WorkPlan(self.loop_id, state.request_id, AR_PREFILL, 0, (self.loop_id, AR_PREFILL),
+            return WorkPlan(AR_PREFILL, 0, (self.loop_id, AR_PREFILL),
                             self.component.step_bytes(n, n), ARStepInput(state.cache, list(prefill.token_ids), prefill=prefill.payload),
                             forced_token=state.feed.forced_at(0))
         # decode
@@ -130,7 +130,7 @@ class ARDecodeLoop(Loop):
             return Wait(state.feed.describe_wait)
         state.status = LoopStatus.RUNNING
         inputs = ARStepInput(state.cache, [state.tokens[-1]], cond=feed.cond)
-        return WorkPlan(self.loop_id, state.request_id, AR_TOKEN, state.step, (self.loop_id, AR_TOKEN),
+        return WorkPlan(AR_TOKEN, state.step, (self.loop_id, AR_TOKEN),
                         self.component.step_bytes(1, state.positions + 1), inputs, forced_token=feed.forced_token)
 
     def advance(self, state: ARState, plan: WorkPlan, output: ARStepOutput) -> ARState:

@@ -30,11 +30,9 @@ from .registry import register_loop_kind
 
 @dataclass
 class AudioPiece:
-    """What the vocoder loop publishes: the samples of codes [start_code, end_code)."""
+    """What an audio loop publishes: its `index`-th chunk of samples, in order."""
 
     index: int
-    start_code: int
-    end_code: int
     samples: np.ndarray
 
 
@@ -99,14 +97,14 @@ class AudioDecodeLoop(Loop):
                 return Wait(state.feed.describe_wait)
         state.status = LoopStatus.RUNNING
         inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final)
-        return WorkPlan(self.loop_id, state.request_id, AUDIO_CHUNK, state.step, (self.loop_id, AUDIO_CHUNK),
+        return WorkPlan(AUDIO_CHUNK, state.step, (self.loop_id, AUDIO_CHUNK),
                         self.component.step_bytes(end - start, start=start, is_final=is_final), inputs)
 
     def advance(self, state: AudioState, plan: WorkPlan, output: VocoderChunkOutput) -> AudioState:
         inputs: VocoderChunkInput = plan.inputs
         if state.recorder is not None:  # rollout profile
             state.recorder.audio_chunk(inputs.start, inputs.end, int(output.samples.shape[0]), output.noise_span)
-        state.out.put(AudioPiece(state.step, inputs.start, inputs.end, output.samples))
+        state.out.put(AudioPiece(state.step, output.samples))
         state.num_samples += int(output.samples.shape[0])
         state.next_code = inputs.end
         state.step += 1

@@ -21,8 +21,6 @@ class WorkPlan:
     """One WorkUnit, described before it runs. (Not frozen: one is made per WorkUnit, on the hot path,
     and a frozen dataclass costs four times as much to build; nothing changes a plan once made.)"""
 
-    loop_id: str
-    request_id: str
     kind: str  # ar_prefill | ar_token | audio_chunk
     step: int  # index of this WorkUnit within its loop and request
     batch_key: tuple  # plans with equal keys may run as one batched call

@@ -39,7 +39,7 @@ class FrameDecodeState(LoopState):
     out: Channel | None = None
     sentence: int = 0  # the sentence being decoded
     next_frame: int = 0  # its first frame not decoded yet
-    frames_done: int = 0  # frames of earlier sentences (AudioPiece counts frames as its "codes")
+    frames_done: int = 0  # frames of earlier sentences
     num_samples: int = 0
 
 
@@ -80,16 +80,15 @@ class FrameDecodeLoop(Loop):
         lo, hi = max(0, start - context), min(piece.num_frames, end + context)
         inputs = FrameChunkInput(piece.frames[:, lo:hi], start - lo, end - lo)
         # chunks of equal width (with their context) can run as one batch
-        return WorkPlan(self.loop_id, state.request_id, FRAME_CHUNK, state.step, (self.loop_id, FRAME_CHUNK, hi - lo),
+        return WorkPlan(FRAME_CHUNK, state.step, (self.loop_id, FRAME_CHUNK, hi - lo),
                         self.component.step_bytes(hi - lo), inputs)
 
     def advance(self, state: FrameDecodeState, plan: WorkPlan, output: np.ndarray) -> FrameDecodeState:
         inputs: FrameChunkInput = plan.inputs
-        first = state.frames_done + state.next_frame
         if state.next_frame == 0 and state.sentence > 0:  # the pause between sentences
             output = np.concatenate([np.zeros(self.component.pause_samples, dtype=np.float32), output])
         state.next_frame += inputs.keep_end - inputs.keep_start
-        state.out.put(AudioPiece(state.step, first, state.frames_done + state.next_frame, output))
+        state.out.put(AudioPiece(state.step, output))
         state.num_samples += int(output.shape[0])
         state.step += 1
         piece = state.feed.item(state.sentence)

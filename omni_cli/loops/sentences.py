@@ -111,9 +111,9 @@ class PhonemizeLoop(Loop):
             return Wait(lambda: f"{state.out.name}: sentence {state.next_sentence} waits for the frames before it")
         state.status = LoopStatus.RUNNING
         if state.sentences is None:
-            return WorkPlan(self.loop_id, state.request_id, TEXT_SPLIT, state.step, (self.loop_id, TEXT_SPLIT), 0,
+            return WorkPlan(TEXT_SPLIT, state.step, (self.loop_id, TEXT_SPLIT), 0,
                             state.text)
-        return WorkPlan(self.loop_id, state.request_id, SENTENCE, state.step, (self.loop_id, SENTENCE), 0,
+        return WorkPlan(SENTENCE, state.step, (self.loop_id, SENTENCE), 0,
                         state.sentences[state.next_sentence])
 
     def advance(self, state: PhonemizeState, plan: WorkPlan, output: Any) -> PhonemizeState:
@@ -190,7 +190,7 @@ class SentenceFramesLoop(Loop):
         state.status = LoopStatus.RUNNING
         inputs = FramesInput(item.phoneme_ids, state.length_scale, self.component.noise_scale, self.component.noise_w,
                              (state.seed, index))
-        return WorkPlan(self.loop_id, state.request_id, SENTENCE, index, (self.loop_id, SENTENCE),
+        return WorkPlan(SENTENCE, index, (self.loop_id, SENTENCE),
                         self.component.step_bytes(len(item.phoneme_ids)), inputs)
 
     def advance(self, state: FramesState, plan: WorkPlan, output: Any) -> FramesState:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from omni_cli.backends.base import Component
 from omni_cli.loops import DONE, NO_BOUND, Footprint, Loop, LoopResult, LoopState, LoopStatus, Wait, WorkPlan
 from omni_cli.program import WiredRequest, size_request
 
 
-class ScriptedComponent:
+class ScriptedComponent(Component):
     role = "scripted"
 
     def __init__(self, fail_on: set[str] = frozenset()):

@@ -91,7 +91,8 @@ class VocoderChunkOutput:
 
 
 class Component(Protocol):
-    """One expert with weights. Holds no per-request state: that lives in caches/states it makes."""
+    """One expert with weights. Holds no per-request state: that lives in caches/states it makes.
+    Components subclass their role's protocol (or define every member) to get the defaults below."""
 
     name: str
     role: str  # thinker | talker | vocoder
@@ -107,6 +108,12 @@ class Component(Protocol):
         output instead.
         """
         ...
+
+    def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
+        """What one batched call of `kind` holds at its peak, given each member's step bytes: by default
+        they add up. A component that runs a kind's members one after another, or shares a per-call
+        workspace across them (hf), knows better (issue 17: 8 prefills reserved 8 x what one holds)."""
+        return step_bytes[0] if len(step_bytes) == 1 else sum(step_bytes)
 
 
 @dataclass

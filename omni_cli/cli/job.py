@@ -73,7 +73,7 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
         clean_text(job.text, engine.program.card.limits.max_text_chars)
     view = view_factory(engine) if view_factory else make_view(engine, sys.stderr, quiet=job.quiet,
                                                                verbose=job.verbose)
-    live = hasattr(view, "console") and isatty(sys.stdout)  # the live view owns the terminal
+    live = view.draws_live and isatty(sys.stdout)  # the live view owns the terminal
     router = Router(job.plan, engine.sample_rate, sys.stdout.buffer, sys.stdout, above=view.above if live else None)
     claims = claim_plan(job.plan, job.trace_path)  # every refusal comes before any file is touched
     source = (text_source(job.text) if job.text is not None

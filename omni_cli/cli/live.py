@@ -6,21 +6,23 @@ import statistics
 import sys
 import time
 from collections import Counter
-from typing import TextIO
+from typing import ClassVar, TextIO
 
 from .board import Board, fmt_ms, fmt_rtf
 
 
 def stage_names(program) -> list[str]:
     """A short header per loop for the request rows: its component, or the loop's name when two share one."""
-    components = [getattr(loop, "spec", None) and loop.spec.component for loop in program.loops.values()]
-    if None in components or len(set(components)) != len(components):
+    components = [loop.spec.component for loop in program.loops.values()]
+    if len(set(components)) != len(components):
         return list(program.loops)
     return components
 
 
 class RunView:
     """Counts what the run did; the base class shows nothing (-q)."""
+
+    draws_live: ClassVar[bool] = False  # redraws itself on the terminal: text for it goes through `above`
 
     def __init__(self, engine, err: TextIO):
         self.err = err
@@ -119,6 +121,8 @@ class PlainView(RunView):
 
 class LiveView(PlainView):
     """A TTY: a row per loop (WorkUnits, rate, latest calls) and per request (stages, first audio, audio), redrawn."""
+
+    draws_live = True
 
     def __init__(self, engine, err: TextIO, verbose: bool, console=None):
         super().__init__(engine, err, verbose=False)

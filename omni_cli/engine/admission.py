@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..backends.base import Component
 
 
 class AdmissionError(RuntimeError):
@@ -40,11 +43,7 @@ class MemoryBudget:
         self.reserved -= n
 
 
-def batch_step_bytes(component: Any, kind: str, step_bytes: list[int]) -> int:
-    """What a batch holds at its peak. The steps add up, unless the component says otherwise: one that
-    runs a kind's members one after another, or shares a per-call workspace across them (hf), knows
-    better (issue 17: a batch of 8 prefills reserved 8 x what one holds)."""
-    combine = getattr(component, "batch_step_bytes", None)
-    if combine is not None:
-        return int(combine(kind, step_bytes))
-    return step_bytes[0] if len(step_bytes) == 1 else sum(step_bytes)
+def batch_step_bytes(component: Component, kind: str, step_bytes: list[int]) -> int:
+    """What a batch holds at its peak: the component's declared `batch_step_bytes` (backends/base.py;
+    the steps add up unless the component knows better)."""
+    return int(component.batch_step_bytes(kind, step_bytes))

@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from ..sentence_types import FramesInput
+from ..sentence_types import AcousticModel, FramesInput
 
 NOISE_FRAMES_PER_ID = 8  # first guess at frames per phoneme id (the voice makes about 2 at speed 1)
 
 
-class PiperAcoustic:
+class PiperAcoustic(AcousticModel):
     """The graph up to the decoder, its noise drawn by us from the request's seed (see graph.py)."""
 
     role = "acoustic"

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..sentence_types import FrameChunkInput
+from ..sentence_types import FrameChunkInput, FrameVocoder
 
 
-class PiperDecoder:
+class PiperDecoder(FrameVocoder):
     """Each frame makes `samples_per_frame` samples; a chunk's context frames are decoded and thrown away,
     so the samples at a chunk's edges see (almost) what they would see in one whole-sentence decode."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sentence_types import TEXT_SPLIT, ReadSentence, SplitText
+from ..sentence_types import TEXT_SPLIT, PhonemizerModel, ReadSentence, SplitText
 from .text import readable, split_sentences
 from .voice import VoiceFiles
 
@@ -17,7 +17,7 @@ class NothingToSpeak(ValueError):
     """No readable word is left in the text."""
 
 
-class GruutPhonemizer:
+class GruutPhonemizer(PhonemizerModel):
     """gruut's English text processing: numbers, dates, currency and abbreviations read as words."""
 
     role = "phonemizer"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput, ARStepOutput, Prefill
+from ..base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput, ARStepOutput, Prefill, TalkerModel
 from .decoder import Decoder
 from .nn import WeightSource, linear
 from .params import TalkerParams
@@ -15,7 +15,7 @@ from .thinker import PAD as TEXT_PAD
 from .thinker import NumpyThinker
 
 
-class NumpyTalker:
+class NumpyTalker(TalkerModel):
     """Input row = codec embedding + W_cond · [thinker hidden ; thinker token embedding] (+ voice at prefill)."""
 
     role = "talker"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ThinkerPrompt
+from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ThinkerModel, ThinkerPrompt
 from .decoder import Decoder
 from .nn import WeightSource, linear
 from .params import ThinkerParams
@@ -14,7 +14,7 @@ BOS, EOS, PAD, SPEAK, CHAT = 256, 257, 258, 259, 260
 VOCAB_SIZE = 261
 
 
-class NumpyThinker:
+class NumpyThinker(ThinkerModel):
     role = "thinker"
 
     def __init__(self, name: str, params: ThinkerParams, seed: int):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput
+from ..base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput, VocoderModel
 from .nn import WeightSource, linear, sigmoid, silu, softmax
 from .params import VocoderParams
 
@@ -35,7 +35,7 @@ class VocoderState:
     extra: dict = field(default_factory=dict)
 
 
-class NumpyVocoder:
+class NumpyVocoder(VocoderModel):
     role = "vocoder"
     samples_per_code = SAMPLES_PER_CODE
 

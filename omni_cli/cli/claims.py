@@ -41,7 +41,7 @@ class Claims:
     """The outputs of one run, checked; `open_all` opens them in a safe order."""
 
     claims: list[Claim] = field(default_factory=list)
-    created: list[Path] = field(default_factory=list)  # made by this run: removed again if opening fails
+    created: list[tuple[str, Path]] = field(default_factory=list)  # (flag, path) made by this run, in order
 
     def kind(self, flag: str) -> str | None:
         return next((c.kind for c in self.claims if c.flag == flag), None)
@@ -67,15 +67,22 @@ class Claims:
             raise
         return opened
 
-    def undo(self) -> None:
-        for path in reversed(self.created):
-            _quietly(path.rmdir if path.is_dir() else path.unlink)
-        self.created.clear()
+    def undo(self, flag: str | None = None) -> list[Path]:
+        """Remove what this run made (only for `flag`'s output when given): files, and directories left
+        empty. Returns what is gone; a directory something else still holds stays."""
+        gone = []
+        for made_by, path in reversed(self.created):
+            if (flag is None or made_by == flag) and os.path.lexists(path):
+                _quietly(path.rmdir if path.is_dir() else path.unlink)
+                if not os.path.lexists(path):
+                    gone.append(path)
+        self.created = [(f, p) for f, p in self.created if f != flag] if flag is not None else []
+        return gone
 
     def _note_new(self, claim: Claim) -> None:
         # the directories that do not exist yet (out-dir and its parents, made by make_dir), or the file
         missing = [p for p in [claim.path, *claim.path.parents] if not os.path.lexists(p)]
-        self.created.extend(reversed(missing))
+        self.created.extend((claim.flag, p) for p in reversed(missing))
 
 
 def claim_outputs(outputs: list[tuple[str, Path, bool]], force: bool, numbered: Callable[[str], bool],

@@ -30,6 +30,7 @@ class LineSource:
         self._queue: queue.Queue = queue.Queue()
         self.error: CliError | None = None
         self.is_done = False
+        self.lines_read = 0  # lines seen so far, blank ones included
         self._stopped = False
 
     def get(self, timeout: float | None = 0.0) -> Line | None:
@@ -112,11 +113,13 @@ def _read_lines(stream: BinaryIO, source: LineSource, cap_bytes: int) -> None:
             *lines, pending = pending.split(b"\n")
             for raw in lines:
                 number += 1
+                source.lines_read = number
                 if len(raw) > cap_bytes or not _offer(source, number, raw):
                     return _too_long(source, number, cap_bytes) if len(raw) > cap_bytes else None
             if len(pending) > cap_bytes:  # no newline in sight: refuse now, not at the end of the stream
                 return _too_long(source, number + 1, cap_bytes)
         if pending:
+            source.lines_read = number + 1
             _offer(source, number + 1, pending)
     except OSError as exc:
         source._put(CliError(f"cannot read stdin: {exc.strerror or exc}", 1))

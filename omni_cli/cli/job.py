@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..spec import SpeakRequest
-from .errors import CliError
+from .errors import OK, USAGE, CliError
 from .inputs import check_text, stdin_source, text_source
 from .live import RunView, make_view
 from .load_view import make_load_view
@@ -30,6 +30,7 @@ class SpeakJob:
     verbose: bool = False
     subscribers: list[Callable] = field(default_factory=list)  # more trace-event listeners (omni trace)
     allow_truncation: bool = False  # a request cut short at a cap still exits 0 (it is reported either way)
+    allow_no_audio: bool = False  # a request that ends with no audio still exits 0 (it is reported either way)
 
 
 def request_template(seed: int, max_tokens: int | None, voice: str | None, mode, handoff,
@@ -75,6 +76,7 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
                                                                verbose=job.verbose)
     live = view.draws_live and isatty(sys.stdout)  # the live view owns the terminal
     router = Router(job.plan, engine.sample_rate, sys.stdout.buffer, sys.stdout, above=view.above if live else None)
+    router.keep_empty = job.allow_no_audio
     claims = claim_plan(job.plan, job.trace_path)  # every refusal comes before any file is touched
     source = (text_source(job.text) if job.text is not None
               else stdin_source(sys.stdin, engine.program.card.limits.max_text_chars))
@@ -97,11 +99,37 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
         on_utterance = trace.utterance if trace is not None else None
         in_flight = job.concurrency * job.model.replicas  # the pool gives each replica at most -j
         outcome = run_utterances(engine, source, router, view, job.request, in_flight, on_utterance,
-                                 allow_truncation=job.allow_truncation)
+                                 allow_truncation=job.allow_truncation, allow_no_audio=job.allow_no_audio)
     finally:
         if trace is not None:
             trace.close()
+    leave_no_empty_files(outcome, source, router, claims, job)
     return outcome, router, view
+
+
+def leave_no_empty_files(outcome: Outcome, source, router: Router, claims, job: SpeakJob) -> None:
+    """Issue 18: a run that spoke nothing, or wrote no audio, leaves no file it created, and says so.
+
+    No utterance at all (only blank stdin lines, a first line refused): every file and directory the
+    run made goes, the trace included, and blank input is bad input (exit 2). Utterances that made no
+    audio: the audio file (or out-dir) goes unless --allow-no-audio took the empty result and the run
+    ended well; the trace stays, to show why."""
+    if not outcome.utterances:
+        outcome.removed = [str(p) for p in claims.undo()]
+        if outcome.code == OK and source.is_stream:
+            outcome.code = USAGE
+            outcome.errors.append(nothing_to_speak(source.lines_read))
+        return
+    if router.samples_written == 0 and not (job.allow_no_audio and outcome.code == OK):
+        outcome.removed = [*router.removed, *(str(p) for p in claims.undo(job.plan.flag))]
+    else:
+        outcome.removed = list(router.removed)
+
+
+def nothing_to_speak(lines: int) -> str:
+    if lines == 0:
+        return "stdin was empty: nothing to speak"
+    return f"stdin held no text to speak, only {lines} blank line{'s' if lines != 1 else ''}"
 
 
 def destination(plan: OutputPlan) -> str | None:

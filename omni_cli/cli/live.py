@@ -62,22 +62,27 @@ class RunView:
         """Run `write` (which prints to the terminal) so it lands above the live view, not through it."""
         write()
 
-    def summary(self, utterances, where: str | None, stopped: str | None = None) -> None:
+    def summary(self, utterances, where: str | None, stopped: str | None = None, removed=()) -> None:
         pass
 
-    def summary_lines(self, utterances, where: str | None, stopped: str | None = None) -> list[str]:
+    def summary_lines(self, utterances, where: str | None, stopped: str | None = None, removed=()) -> list[str]:
+        """What happened, first: why the run stopped early, then the counts by status, the audio, the
+        files taken away again because they got no audio."""
         wall = self.elapsed()
         audio_s = self.board.samples / self.sample_rate
         statuses = Counter(u.status for u in utterances)
         n = len(utterances)
         head = f"{n} utterance{'s' if n != 1 else ''}"
         if set(statuses) - {"finished"}:
-            head += " (" + ", ".join(f"{c} {s}" for s, c in sorted(statuses.items())) + ")"
+            head += " (" + ", ".join(f"{c} {s.replace('_', ' ')}" for s, c in sorted(statuses.items())) + ")"
         rtf = f" (RTF {fmt_rtf(wall, audio_s)})" if audio_s > 0 else ""
         dest = f" -> {where}" if where else " (audio not saved: pass -o FILE)"
         units = ", ".join(f"{loop} {self.units[loop]}" for loop in self.loops)
         lines = [f"omni: stopped: {stopped}"] if stopped else []
         lines.append(f"omni: {head}: {audio_s:.2f} s of audio in {wall:.2f} s{rtf}{dest}")
+        if removed:
+            lines.append(f"omni: removed {', '.join(removed)}: no audio was written to "
+                         f"{'it' if len(removed) == 1 else 'them'}")
         lines += [f"omni: {first}" for first in [first_audio(utterances)] if first]
         return [*lines, f"omni: WorkUnits: {units}"]
 
@@ -107,8 +112,8 @@ class PlainView(RunView):
                            f"{event.dur_s * 1e3:.2f} ms x{event.batch_size} at {event.start_s * 1e3:.1f} ms\n")
             self.err.flush()
 
-    def summary(self, utterances, where: str | None, stopped: str | None = None) -> None:
-        self.err.write("".join(line + "\n" for line in self.summary_lines(utterances, where, stopped)))
+    def summary(self, utterances, where: str | None, stopped: str | None = None, removed=()) -> None:
+        self.err.write("".join(line + "\n" for line in self.summary_lines(utterances, where, stopped, removed)))
         self.err.flush()
 
     def warn(self, line: str) -> None:
@@ -165,8 +170,8 @@ class LiveView(PlainView):
             render._shape = None  # already erased: the redraw must not move up over the text just written
         live.refresh()
 
-    def summary(self, utterances, where: str | None, stopped: str | None = None) -> None:
-        for line in self.summary_lines(utterances, where, stopped):
+    def summary(self, utterances, where: str | None, stopped: str | None = None, removed=()) -> None:
+        for line in self.summary_lines(utterances, where, stopped, removed):
             self.console.print(line, markup=False, highlight=False)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
 from collections.abc import Callable
@@ -69,8 +70,9 @@ class Utterance:
     path: str | None = None
     num_samples: int = 0
     reply: list[str] = field(default_factory=list)
-    status: str = "queued"
+    status: str = "queued"  # running, then finished | truncated | no_audio | stopped | failed
     error: str | None = None
+    reason: str | None = None  # why it is truncated, no_audio or stopped (e.g. "disk full", "interrupted")
     metrics: dict[str, Any] = field(default_factory=dict)
     arrived_s: float = 0.0  # time.perf_counter() when its line arrived
     first_audio_after_line_s: float | None = None  # from the line's arrival, queueing included
@@ -82,7 +84,7 @@ class Utterance:
                 "path": self.path, "status": self.status, "duration_s": self.num_samples / sample_rate,
                 "num_samples": self.num_samples, "sample_rate": sample_rate, "ttfa_s": m.get("ttfa_s"),
                 "first_audio_after_line_s": self.first_audio_after_line_s, "latency_s": m.get("latency_s"),
-                "work_units": m.get("work_units", {}), "error": self.error}
+                "work_units": m.get("work_units", {}), "reason": self.reason, "error": self.error}
 
 
 class Sequencer:
@@ -123,6 +125,9 @@ class Router:
         self._audio_seq = Sequencer()
         self._stdout_seq = Sequencer()
         self.samples_written = 0
+        self.keep_empty = False  # --allow-no-audio: an utterance's own file that got no audio is kept
+        self._made: set[int] = set()  # dir mode: utterances whose file this run created
+        self.removed: list[str] = []  # files of no audio this run made and took away again
 
     @property
     def prints_text(self) -> bool:
@@ -156,7 +161,10 @@ class Router:
             from ..audio import open_audio_output
 
             path = plan.path / f"{utt.index:04d}.{plan.format}"
+            made = not os.path.lexists(path)
             self._own[utt.index] = open_audio_output(path, self.sample_rate, plan.format)
+            if made:
+                self._made.add(utt.index)
             utt.path = str(path)
         elif plan.kind == "file":
             utt.path = str(plan.path)
@@ -169,24 +177,55 @@ class Router:
             self._stdout_seq.run(utt.index, lambda: self._print(piece))
 
     def audio(self, utt: Utterance, samples) -> None:
-        utt.num_samples += int(samples.shape[0])
+        n = int(samples.shape[0])
+        utt.num_samples += n
         writer = self._own.get(utt.index)
-        if writer is not None:
-            self._write(writer, samples)
-        elif self._shared is not None:
-            self._audio_seq.run(utt.index, lambda: self._write(self._shared, samples))
+        try:
+            if writer is not None:
+                self._write(writer, samples)
+            elif self._shared is not None:
+                self._audio_seq.run(utt.index, lambda: self._write(self._shared, samples))
+        except BaseException:
+            utt.num_samples -= n  # the chunk that failed is not in the file
+            raise
 
     def done(self, utt: Utterance) -> None:
-        writer = self._own.pop(utt.index, None)
-        if writer is not None:
-            writer.close()
+        self._close_own(utt, keep_empty=self.keep_empty)
         self._audio_seq.finish(utt.index)
+        self._report(utt)
+
+    def stop(self, utt: Utterance, report: bool) -> None:
+        """The run stopped with `utt` unfinished: close its file (removed if this run made it and it got no
+        audio), let later utterances' output through, and print its record unless stdout is gone."""
+        try:
+            self._close_own(utt, keep_empty=False)
+        except Exception:  # noqa: S110 - the failure that stopped the run is the one to report
+            pass
+        self._audio_seq.finish(utt.index)
+        if report:  # else stdout is gone: nothing more is printed
+            self._report(utt)
+
+    def _close_own(self, utt: Utterance, keep_empty: bool) -> None:
+        writer = self._own.pop(utt.index, None)
+        if writer is None:
+            return
+        made = utt.index in self._made
+        self._made.discard(utt.index)
+        try:
+            writer.close()
+        finally:
+            if made and writer.num_samples == 0 and not keep_empty:
+                Path(utt.path).unlink(missing_ok=True)
+                self.removed.append(utt.path)
+                utt.path = None
+
+    def _report(self, utt: Utterance) -> None:
         if self.plan.as_json and self.plan.stdout_free and not self.plan.audio_on_stdout:
             line = json.dumps(utt.record(self.sample_rate), ensure_ascii=False)
             self._stdout_seq.run(utt.index, lambda: self._print(line + "\n"))
         elif self.prints_text:
             if self._above is not None:  # in input order, as each finishes, saying whose text it is
-                label = f"{utt.path}: " if self.plan.kind == "dir" else ""
+                label = f"{utt.path or '(no audio)'}: " if self.plan.kind == "dir" else ""
                 line = label + "".join(utt.reply) + "\n"
                 self._stdout_seq.run(utt.index, lambda: self._above(lambda: self._print(line)))
             else:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .endings import SIGNAL_REASONS, STDOUT_CLOSED, closed_reason, failure_reason, no_audio_reason
 from .errors import FAILURE, OK, PIPE_CLOSED, USAGE, classify, is_internal
 from .inputs import LineSource
 from .outputs import Router, Utterance
@@ -21,6 +22,8 @@ class Outcome:
     code: int = OK
     errors: list[str] = field(default_factory=list)  # one line each, without the `omni: error:` prefix
     utterances: list[Utterance] = field(default_factory=list)
+    stopped: str | None = None  # why the run stopped early: "disk full", "stdout closed", "interrupted", …
+    removed: list[str] = field(default_factory=list)  # files this run made, got no audio, and took away
 
 
 @dataclass
@@ -35,24 +38,42 @@ class Driver:
     concurrency: int
     on_utterance: Callable[[Utterance], None] | None = None
     allow_truncation: bool = False
+    allow_no_audio: bool = False
     outcome: Outcome = field(default_factory=Outcome)
     _pending: deque = field(default_factory=deque)
     _by_id: dict[str, Utterance] = field(default_factory=dict)
 
     def run(self) -> Outcome:
+        from ..audio import OutputClosed
+
         try:
             self._loop()
-        except BaseException:
+        except BaseException as exc:
             self._abandon()
+            closed = isinstance(exc, (OutputClosed, BrokenPipeError))
+            reason = closed_reason(exc, self.router.plan.audio_on_stdout) if closed else failure_reason(exc)
+            self._stop_running(reason, None if closed else classify(exc)[1], report=not closed)
             raise
         if self.source.error is not None:
             self._fail(self.source.error.code, str(self.source.error))
         return self.outcome
 
-    def stop(self) -> None:
+    def stop(self, signum: int | None = None) -> None:
         """From a signal handler: only flags (the engine cancels at its next step boundary)."""
+        self.outcome.stopped = SIGNAL_REASONS.get(signum, "stopped")
         self.source.stop()
         self.engine.cancel_all()
+
+    def _stop_running(self, reason: str, error: str | None, report: bool) -> None:
+        """An output failed or went away: every utterance not yet done is `stopped`, saying why."""
+        self.outcome.stopped = reason
+        for utt in self.outcome.utterances:
+            if utt.status in ("queued", "running"):
+                utt.status, utt.reason, utt.error = "stopped", reason, error
+                try:
+                    self.router.stop(utt, report)
+                except Exception:  # noqa: S110 - the failure that stopped the run is the one to report
+                    pass
 
     def _loop(self) -> None:
         engine = self.engine
@@ -124,6 +145,11 @@ class Driver:
             if truncated and event.status is RequestStatus.FINISHED:  # issue 12: never silently cut short
                 utt.status = "truncated"
                 utt.error = "cut short: " + ", ".join(f"{loop} stopped at its {cap}" for loop, cap in truncated.items())
+                utt.reason = utt.error
+            elif event.status is RequestStatus.FINISHED and utt.num_samples == 0:  # issue 18: no silent empty result
+                utt.status, utt.reason = "no_audio", no_audio_reason(event.metrics)
+            elif event.status is RequestStatus.CANCELLED and self.outcome.stopped:
+                utt.status, utt.reason = "stopped", self.outcome.stopped
             self.router.done(utt)
             self.view.on_done(utt)
             where = f"line {utt.line}: " if self.source.is_stream else ""
@@ -131,6 +157,10 @@ class Driver:
                 self._fail(FAILURE, f"{where}{event.error}")
             elif utt.status == "truncated" and not self.allow_truncation:
                 self._fail(FAILURE, f"{where}speech {utt.error} (--allow-truncation accepts it)")
+            elif utt.status == "no_audio" and not self.allow_no_audio:
+                self._fail(FAILURE, f"{where}no audio: {utt.reason} (--allow-no-audio accepts it)")
+            elif utt.status == "no_audio":
+                self.view.warn(f"omni: warning: {where}no audio: {utt.reason}")
 
     def _fail(self, code: int, message: str) -> None:
         self.outcome.errors.append(message)
@@ -149,11 +179,13 @@ class Driver:
 
 
 def run_utterances(engine, source: LineSource, router: Router, view, request, concurrency: int,
-                   on_utterance: Callable[[Utterance], None] | None = None, *, allow_truncation: bool = False) -> Outcome:
+                   on_utterance: Callable[[Utterance], None] | None = None, *, allow_truncation: bool = False,
+                   allow_no_audio: bool = False) -> Outcome:
     """The whole run: outputs open, signals caught, closed cleanly however it ends."""
     from ..audio import OutputClosed
 
-    driver = Driver(engine, source, router, view, request, concurrency, on_utterance, allow_truncation)
+    driver = Driver(engine, source, router, view, request, concurrency, on_utterance, allow_truncation,
+                    allow_no_audio)
     stop = GracefulStop(driver.stop)
     try:
         with stop, view:
@@ -163,7 +195,7 @@ def run_utterances(engine, source: LineSource, router: Router, view, request, co
                 router.close()
     except (OutputClosed, BrokenPipeError):
         quiet_stdout()
-        return Outcome(PIPE_CLOSED, [], driver.outcome.utterances)
+        return Outcome(PIPE_CLOSED, [], driver.outcome.utterances, driver.outcome.stopped or STDOUT_CLOSED)
     except Exception as exc:
         if is_internal(exc):
             raise  # main() reports it (with its traceback under --debug)

@@ -13,12 +13,12 @@ EXIT_CODES = {signal.SIGINT: SIGINT_EXIT, signal.SIGTERM: SIGTERM_EXIT}
 
 
 class GracefulStop:
-    """While active, the first SIGINT/SIGTERM calls `on_stop()` (it must only set flags); a second one exits at once.
+    """While active, the first SIGINT/SIGTERM calls `on_stop(signum)` (it must only set flags); a second one exits at once.
 
     Exiting at once loses nothing: WAV headers are current after every chunk and trace lines are flushed.
     """
 
-    def __init__(self, on_stop: Callable[[], None]):
+    def __init__(self, on_stop: Callable[[int], None]):
         self._on_stop = on_stop
         self.signum: int | None = None
         self._previous: dict[int, object] = {}
@@ -31,7 +31,7 @@ class GracefulStop:
         if self.signum is not None:
             os._exit(EXIT_CODES[signum])
         self.signum = signum
-        self._on_stop()
+        self._on_stop(signum)
 
     def __enter__(self) -> GracefulStop:
         if threading.current_thread() is threading.main_thread():

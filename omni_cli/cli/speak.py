@@ -36,8 +36,15 @@ default voice (piper_joe), 24000 Hz for the Qwen2.5-Omni cards (--json says it):
 Existing files are not overwritten without --force. Without -o the audio is not kept.
 \b
 Stdout carries the audio with `-o -`; otherwise the thinker's text, or with --json
-one JSON object per utterance (text, path, duration_s, ttfa_s, work_units, status).
-The live view and errors go to stderr. A closed stdout pipe exits quietly with 141.
+one JSON object per utterance (text, path, duration_s, ttfa_s, work_units, status,
+reason). The live view and errors go to stderr. A closed stdout pipe exits quietly
+with 141. A run that stops early says why (`stopped: disk full`, `stdout closed`,
+`interrupted`); the utterances it cut off have status "stopped" and that reason.
+\b
+No silent empty results: stdin with only blank lines is bad input (exit 2). An
+utterance that ends with no audio (status "no_audio", reason) exits 1 unless
+--allow-no-audio; a file this run made that got no audio is removed, and the
+summary says so (with --allow-no-audio an empty file is kept when the run ends well).
 \b
 Exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 130 SIGINT, 141 stdout
 closed, 143 SIGTERM. On SIGINT/SIGTERM every file is finalized with the audio so far.
@@ -65,6 +72,10 @@ def speak(
     allow_truncation: Annotated[bool, typer.Option(
         "--allow-truncation", rich_help_panel=o.REQUEST,
         help="Exit 0 even when a loop stopped at a cap (max_tokens, max_positions) and cut the speech short.")] = False,
+    allow_no_audio: Annotated[bool, typer.Option(
+        "--allow-no-audio", rich_help_panel=o.REQUEST,
+        help="Exit 0 even when an utterance ends with no audio (said on stderr and in --json either way; "
+             "an empty file is then kept).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel=o.DISPLAY,
                                           help="Without a TTY: one stderr line per WorkUnit.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
@@ -79,8 +90,8 @@ def speak(
                          placement, ray_address, replicas)
     request = request_template(seed, max_tokens, voice, mode, handoff, speed)
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
-                   allow_truncation=allow_truncation)
+                   allow_truncation=allow_truncation, allow_no_audio=allow_no_audio)
     outcome, _, view = run_job(job)
-    if outcome.utterances:
-        view.summary(outcome.utterances, destination(plan))
+    if outcome.utterances or outcome.stopped:  # stopped before any line arrived: say so, and what was removed
+        view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)
     exit_with(outcome)

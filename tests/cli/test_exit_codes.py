@@ -27,6 +27,7 @@ CASES = [
     (2, "bad input: a missing trace file to export", ["trace", "export", "missing.jsonl", "--chrome"], None),
     (2, "bad input: a missing card file", ["cards", "show", "./missing.yaml"], None),
     (2, "bad input: a stdin line that is not UTF-8", ["speak", "-", "-q"], b"\xff\n"),
+    (2, "bad input: stdin with only blank lines", ["speak", "-", "-o", "blank.wav"], b"\n  \n"),
 ]
 
 

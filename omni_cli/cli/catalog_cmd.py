@@ -70,17 +70,26 @@ def cards_list() -> None:
 
 
 @cards.command("show")
-def cards_show(name: NameArg) -> None:
+def cards_show(name: NameArg, params: bool = typer.Option(
+        False, "--params", help="instead: every key the card may set, its value here, what it accepts and does")) -> None:
     """Show a card: its file, components, loops, voices, defaults and limits.
 
     \b
       omni cards show qwen2_5_omni_toy
       omni cards show ./my_card.yaml
+      omni cards show qwen2_5_omni --params
     """
     from ..program import load_card_file, resolve
 
     path = resolve("cards", name)
     card = load_card_file(str(path))
+    if params:
+        from .card_params import param_rows, render
+
+        say(f"{card.model}  ({path}): the keys it may set (value here, what it accepts, what it does)")
+        for line in render(param_rows(card)):
+            say("  " + line)
+        return
     echo = say
     echo(f"{card.model}  ({path})\n  {card.description}")
     echo(f"sample rate {card.sample_rate} Hz, seed {card.seed}, capabilities: {', '.join(card.capabilities) or '-'}")

@@ -25,6 +25,43 @@ def bounded(default: Any = dataclasses.MISSING, *, min: float | None = None, max
     return dataclasses.field(default=default, metadata=meta)
 
 
+@dataclasses.dataclass(frozen=True)
+class FieldDoc:
+    """One key a schema accepts, as `omni cards show --params` lists it."""
+
+    name: str
+    default: Any  # MISSING when the key is required
+    accepts: str  # its bounds ("0 to 4096") or the values its type takes
+    doc: str
+
+
+def field_docs(cls: type) -> list[FieldDoc]:
+    """Each field of a schema dataclass: its default, what it accepts (bounds, else its type) and its doc."""
+    hints = get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = dataclasses.MISSING
+        lo, hi = f.metadata.get("min"), f.metadata.get("max")
+        if lo is not None or hi is not None:
+            accepts = f"{_num(lo)} to {_num(hi)}" if lo is not None and hi is not None else (
+                f"at least {_num(lo)}" if lo is not None else f"at most {_num(hi)}")
+        else:
+            accepts = _type_name(hints[f.name])
+        out.append(FieldDoc(f.name, default, accepts, f.metadata.get("doc", "")))
+    return out
+
+
+def _num(x: float | None) -> str:
+    return f"{x:,}" if isinstance(x, int) else f"{x:,g}"
+
+
 def _type_name(tp: Any) -> str:
     if get_origin(tp) is Literal:
         return " | ".join(repr(a) for a in get_args(tp))

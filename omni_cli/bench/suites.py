@@ -111,13 +111,16 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     thinker, talker = ours.roles["thinker"], ours.roles["talker"]
     card = ours.card
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
-    reference = GenerateReference(ours.settings.get("model_path") or card.params["model_path"], sorted(talker.eos_token_ids))
+    # generate gets as many intra-op threads as the widest of our components: the same cores, no more
+    threads = max((t["count"] for t in ours.threads().values()), default=None)
+    reference = GenerateReference(ours.settings.get("model_path") or card.params["model_path"],
+                                  sorted(talker.eos_token_ids), num_threads=threads)
     voice = ours.voices()[0]
     on_progress("generate", 3, 3, f"Hugging Face generate, {_described(work)}, one after another")
     runs = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
                           thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
             for request in work.requests()]
-    compared: dict[str, Any] = {"requests": len(runs)}
+    compared: dict[str, Any] = {"requests": len(runs), "generate_threads": threads}
     for result in results:  # every ours run, the concurrent one (batched decode steps) included
         same, snr = 0, []
         for ref, mine in zip(runs, result.outputs, strict=True):

@@ -73,13 +73,25 @@ def bench(
     timings = process_timings(card) if processes else {}
     rows = targets(results, ref, timings)
     ref_results = ref[0] if ref else []
+    threads = program.threads()
+    generate_threads = ref[1].get("generate_threads") if ref else None
     if as_json:
         for r in results + ref_results:
             typer.echo(json.dumps(r.summary(), ensure_ascii=False))
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False))
+        if threads:
+            typer.echo(json.dumps({"threads": threads, "generate_threads": generate_threads}))
         return
+    if threads:
+        typer.echo(threads_line(threads, generate_threads))
     _render(results + ref_results, rows)
+
+
+def threads_line(threads: dict[str, dict], generate_threads: int | None) -> str:
+    """The intra-op threads each component ran with, and where each count came from (backends/hf/threads.py)."""
+    parts = ", ".join(f"{name} {t['count']} ({t['source']})" for name, t in threads.items())
+    return f"intra-op threads: {parts}" + ("" if generate_threads is None else f"; generate {generate_threads}")
 
 
 def _progress(label: str, index: int, total: int, what: str) -> None:

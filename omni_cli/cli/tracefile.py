@@ -24,6 +24,7 @@ def run_record(engine, card_arg: str, program: str | None, settings: dict[str, A
         "program": compiled.program.program, "program_source": compiled.program.source, "program_arg": program,
         "settings": {k: v for k, v in settings.items() if v is not None}, "policy": engine.policy,
         "sample_rate": engine.sample_rate, "loops": list(compiled.loops), "request": request,
+        "threads": compiled.threads(),
     }
 
 

@@ -57,6 +57,12 @@ class CompiledProgram:
         self.roles = {c.role: c for c in self.components.values()}
         self.upstream = upstream_loops(self.order)
 
+    def threads(self) -> dict[str, dict[str, Any]]:
+        """Each component's intra-op thread count and where it came from, for components that choose one
+        (hf: backends/hf/threads.py); the trace's run record and `omni bench` show it."""
+        return {name: {"count": t.count, "source": t.source} for name, component in self.components.items()
+                if (t := getattr(component, "threads", None)) is not None}
+
     def voices(self) -> list[str]:
         talker = self.roles.get("talker")  # the talker conditions on the voice: it knows them
         return talker.voices() if talker is not None else list(self.card.voices)

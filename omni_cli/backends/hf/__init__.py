@@ -55,6 +55,7 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
     from .loading import load_checkpoint
     from .talker import HFTalker
     from .thinker import HFThinker
+    from .threads import choose_threads
     from .token2wav import HFVocoder
 
     names = {"thinker": "thinker", "talker": "talker", "vocoder": "vocoder"}
@@ -68,8 +69,11 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
             return PARAMS[role]()
         return PARAMS[role](**value) if isinstance(value, dict) else value
 
+    def threads(role: str) -> Any:  # the component's own num_threads, else the card's (threads.py)
+        return choose_threads(role_params(role).num_threads, config.num_threads)
+
     loaded = load_checkpoint(config, on_load)
-    thinker = HFThinker(loaded, role_params("thinker"), names["thinker"])
-    talker = HFTalker(loaded, role_params("talker"), config, names["talker"])
-    vocoder = HFVocoder(loaded, role_params("vocoder"), names["vocoder"])
+    thinker = HFThinker(loaded, role_params("thinker"), names["thinker"], threads("thinker"))
+    talker = HFTalker(loaded, role_params("talker"), config, names["talker"], threads("talker"))
+    vocoder = HFVocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"))
     return {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}

@@ -68,8 +68,6 @@ def load_checkpoint(params: HFParams, on_load: LoadReporter = no_report) -> Load
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BackendUnavailable(f"device {params.device!r} was asked for but torch sees no CUDA device")
     dtype = _DTYPES[params.dtype]
-    if params.num_threads:
-        torch.set_num_threads(params.num_threads)
     on_load(LoadStep("building the model"))
     with quiet_transformers(), counted_weights(on_load):
         model = Qwen2_5OmniForConditionalGeneration.from_pretrained(

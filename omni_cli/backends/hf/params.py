@@ -16,20 +16,26 @@ QWEN_OMNI_SYSTEM_PROMPT = (
 
 
 @dataclass
-class ThinkerParams:
+class ComponentParams:
+    num_threads: int = bounded(0, min=0, max=4096, doc="torch intra-op CPU threads of this component's calls; "
+                               "0: OMP_NUM_THREADS if set, else the card's params.num_threads (backends/hf/threads.py)")
+
+
+@dataclass
+class ThinkerParams(ComponentParams):
     system_prompt: str = bounded(QWEN_OMNI_SYSTEM_PROMPT, doc="system prompt of chat and echo prompts")
     echo_instruction: str = bounded("Repeat exactly: ", doc="user-turn prefix of echo prompts")
 
 
 @dataclass
-class TalkerParams:
+class TalkerParams(ComponentParams):
     max_new_tokens: int = bounded(4096, min=1, max=65536, doc="most codec tokens per utterance, EOS included")
     min_new_tokens: int = bounded(0, min=0, max=65536, doc="codec EOS is suppressed before this many (generate's "
                                                           "talker_min_new_tokens)")
 
 
 @dataclass
-class VocoderParams:
+class VocoderParams(ComponentParams):
     dit_num_steps: int = bounded(10, min=2, max=1000, doc="time points of the flow-matching ODE")
     dit_guidance_scale: float = bounded(0.5, min=0.0, max=100.0, doc="classifier-free guidance of the DiT")
     dit_sway_coefficient: float = bounded(-1.0, min=-10.0, max=10.0, doc="sway sampling of the ODE time points")
@@ -65,7 +71,8 @@ class HFParams:
     attn_implementation: Literal["sdpa", "eager"] = "sdpa"  # transformers attention kernel
     # skip the codec BOS/PAD embeddings in the talker prefill, as transformers 5.24 generate does
     match_hf_generate_5_24: bool = False
-    num_threads: int = bounded(0, min=0, max=4096, doc="torch intra-op CPU threads; 0 leaves torch's choice")
+    num_threads: int = bounded(0, min=0, max=4096, doc="torch intra-op CPU threads of each component without "
+                               "its own when OMP_NUM_THREADS is not set; 0: 1 (measured: backends/hf/threads.py)")
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], source: str = "<hf settings>") -> HFParams:

@@ -19,21 +19,26 @@ class ReferenceRun:
 class GenerateReference:
     """`Qwen2_5OmniForConditionalGeneration.generate`, greedy talker, timed per request."""
 
-    def __init__(self, model_path: str, talker_eos_ids: list[int], model: object | None = None):
+    def __init__(self, model_path: str, talker_eos_ids: list[int], model: object | None = None,
+                 num_threads: int | None = None):
         """`model`: an already loaded Qwen2_5OmniForConditionalGeneration to share (our components' own,
         `HFThinker.model`: generate passes positions the same way and keeps no state between calls that
-        our steps read), instead of a second copy of the weights."""
+        our steps read), instead of a second copy of the weights. `num_threads`: torch's intra-op threads
+        for each call (None: as the caller left them), to compare with our components on equal terms."""
         if model is None:
             from transformers import Qwen2_5OmniForConditionalGeneration
 
             model = Qwen2_5OmniForConditionalGeneration.from_pretrained(model_path).eval()
         self.model = model
         self.talker_eos_ids = talker_eos_ids
+        self.num_threads = num_threads
 
     def run(self, input_ids: list[int], *, voice: str, seed: int, thinker_max: int, talker_max: int,
             talker_min: int = 0, forced: list[int] | None = None) -> ReferenceRun:
         """`forced`: the thinker reply to force, EOS included (echo mode), one token per step."""
         import torch
+
+        from .threads import intra_op_threads
 
         captured = {}
         talker_generate = self.model.talker.generate
@@ -47,7 +52,7 @@ class GenerateReference:
         try:
             torch.manual_seed(seed)  # token2wav draws its noise from the global generator
             start = time.perf_counter()
-            with torch.no_grad():
+            with torch.no_grad(), intra_op_threads(self.num_threads or torch.get_num_threads()):
                 sequences, wave = self.model.generate(
                     torch.tensor([input_ids], device=self.model.device), speaker=voice, thinker_max_new_tokens=thinker_max,
                     talker_max_new_tokens=talker_max, talker_min_new_tokens=talker_min, talker_do_sample=False,

@@ -38,6 +38,7 @@ from omni_cli.backends.hf.ar import (
 from omni_cli.backends.hf.loading import Loaded
 from omni_cli.backends.hf.params import HFParams, TalkerParams
 from omni_cli.backends.hf.processing import TALKER_GENERATE_DEFAULTS
+from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 
 
 @dataclass
@@ -52,7 +53,9 @@ class HFTalker:
     role = "talker"
     codes_bound_is_cap = True  # generate's talker_max_new_tokens: reaching it cuts the speech short
 
-    def __init__(self, loaded: Loaded, params: TalkerParams, settings: HFParams, name: str = "talker"):
+    def __init__(self, loaded: Loaded, params: TalkerParams, settings: HFParams, name: str = "talker",
+                 threads: Threads | None = None):
+        self.threads = threads or choose_threads(params.num_threads, settings.num_threads)
         self.name = name
         self.module = loaded.model.talker
         self.device = loaded.device
@@ -99,6 +102,7 @@ class HFTalker:
         return self._text_eos if k + 1 == len(items) else self._text_pad
 
     @torch.no_grad()
+    @with_threads
     def prefill_from(self, items: Sequence[ARItem], is_closed: bool, voice: str | None) -> Prefill | None:
         if not items:
             if is_closed:
@@ -117,6 +121,7 @@ class HFTalker:
         payload = TalkerPrefill(embeds=embeds, text_ids=torch.tensor([text_ids], device=self.device))
         return Prefill(token_ids=token_ids, payload=payload)
 
+    @with_threads
     def cond_for_step(self, items: Sequence[ARItem], is_closed: bool, step: int) -> torch.Tensor | None:
         if step < 1:
             raise ValueError("talker step 0 is the prefill; decode steps start at 1")
@@ -151,6 +156,7 @@ class HFTalker:
     def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
         return batch_bytes(kind, step_bytes)
 
+    @with_threads
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind == AR_PREFILL:
             return [or_error(self._prefill, inp) for inp in inputs]

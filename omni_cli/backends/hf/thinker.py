@@ -21,6 +21,7 @@ from omni_cli.backends.hf.ar import (
 )
 from omni_cli.backends.hf.loading import Loaded
 from omni_cli.backends.hf.params import ThinkerParams
+from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 from omni_cli.backends.hf.tokenizer import PromptBuilder
 
 
@@ -30,8 +31,9 @@ class HFThinker:
 
     role = "thinker"
 
-    def __init__(self, loaded: Loaded, params: ThinkerParams, name: str = "thinker"):
+    def __init__(self, loaded: Loaded, params: ThinkerParams, name: str = "thinker", threads: Threads | None = None):
         self.name = name
+        self.threads = threads or choose_threads(params.num_threads, 0)
         self.module = loaded.model.thinker
         self.model = loaded.model  # the whole checkpoint: a generate reference can share its weights
         self.device = loaded.device
@@ -74,6 +76,7 @@ class HFThinker:
         return self.prompts.decode(token_ids)
 
     @torch.no_grad()
+    @with_threads
     def embed_tokens(self, token_ids: list[int]) -> torch.Tensor:
         ids = torch.tensor([list(token_ids)], dtype=torch.long, device=self.device)
         return self.module.get_input_embeddings()(ids)[0]
@@ -98,6 +101,7 @@ class HFThinker:
     def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
         return batch_bytes(kind, step_bytes)
 
+    @with_threads
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind not in (AR_PREFILL, AR_TOKEN):
             raise ValueError(f"the thinker runs ar_prefill and ar_token WorkUnits, not {kind!r}")

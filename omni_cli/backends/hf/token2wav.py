@@ -26,6 +26,7 @@ from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.dit import ODESettings, sample_window, speaker_features
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.params import VocoderParams
+from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 
 NOISE_GROWTH_FRAMES = 256  # noise is drawn in blocks; any multiple of 16 floats keeps the stream identical
 
@@ -59,8 +60,9 @@ class HFVocoder:
     role = "vocoder"
     sample_rate = 24000
 
-    def __init__(self, loaded: Loaded, params: VocoderParams, name: str = "vocoder"):
+    def __init__(self, loaded: Loaded, params: VocoderParams, name: str = "vocoder", threads: Threads | None = None):
         self.name = name
+        self.threads = threads or choose_threads(params.num_threads, 0)
         self.module = loaded.model.token2wav
         self.dit = self.module.code2wav_dit_model
         self.bigvgan = self.module.code2wav_bigvgan_model
@@ -134,6 +136,7 @@ class HFVocoder:
         # one BigVGAN call per batch (up to bigvgan_batch_frames): the weight reorder is made once
         return sum(step_bytes) - (len(step_bytes) - 1) * self._workspace
 
+    @with_threads
     def run(self, kind: str, inputs: list[VocoderChunkInput]) -> list[VocoderChunkOutput]:
         """A batch of chunks: DiT windows of equal length and voice are integrated as one batch."""
         if kind != AUDIO_CHUNK:
@@ -142,6 +145,7 @@ class HFVocoder:
         samples = self._finish(inputs, self._sample(windows))
         return [VocoderChunkOutput(s, None if w is None else w.noise_span) for s, w in zip(samples, windows, strict=True)]
 
+    @with_threads
     def synthesize(self, codes: list[int], voice: str | None = None, seed: int | None = None) -> np.ndarray:
         """Whole-utterance token2wav: one chunk over every code."""
         state = self.new_state(voice, seed)

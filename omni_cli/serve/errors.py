@@ -40,7 +40,7 @@ def from_engine(exc: BaseException) -> ApiError:
     from ..spec import SpecError
 
     if isinstance(exc, SpecError):
-        param = exc.issues[0].key if getattr(exc, "issues", None) else None
+        param = exc.issues[0].key  # a SpecError carries at least one issue
         param = {"text": "input"}.get(param, param)  # our field names in the client's words
         return bad_request("; ".join(i.message for i in exc.issues) or str(exc), param)
     if isinstance(exc, AdmissionError):

@@ -11,8 +11,7 @@ import numpy as np
 from .base import AudioWriter
 from .errors import AudioOutputError
 from .pcm import MAX_WAV_DATA_BYTES, WAV_HEADER_BYTES, wav_header
-
-_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+from .publish import open_published
 
 
 class WavFileWriter(AudioWriter):
@@ -34,18 +33,17 @@ class WavFileWriter(AudioWriter):
         self.path = Path(path)
         self._data_bytes = 0
         try:
-            self._fd = os.open(path, _OPEN_FLAGS, 0o666)
+            # the name appears with its header: a kill at any moment leaves no empty file
+            self._fd = open_published(path, self._write_first_header)
         except OSError as e:
-            raise AudioOutputError.from_os_error(self.target_name, e) from e
-        try:
-            os.lseek(self._fd, 0, os.SEEK_SET)
-            _write_all(self._fd, self._header())
-        except OSError as e:
-            os.close(self._fd)
             if e.errno == errno.ESPIPE:
                 reason = "not a seekable file (write a stream instead)"
                 raise AudioOutputError(self.target_name, reason, e.errno) from e
             raise AudioOutputError.from_os_error(self.target_name, e) from e
+
+    def _write_first_header(self, fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)  # raises ESPIPE for a FIFO or socket
+        _write_all(fd, self._header())
 
     def _header(self) -> bytes:
         return wav_header(self.sample_rate, self.channels, self._data_bytes)

@@ -73,6 +73,9 @@ class MeteredExecutor(Executor):
             self.crossing.hidden_back_bytes += sum(_payload(v) for o in outcome.outputs if isinstance(o, ARStepOutput)
                                                for v in (o.hidden, o.embeds) if v is not None)
 
+    def view(self, component: Any) -> Any:
+        return self.inner.view(component)
+
     def close(self) -> None:
         self.inner.close()
 

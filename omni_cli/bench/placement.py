@@ -56,14 +56,26 @@ def placement_suite(program: CompiledProgram, kinds: list[str], *, num_requests:
 
 def driver_crossing(program: CompiledProgram, kind: str, workload) -> dict:
     """The bytes that cross the driver per WorkUnit on `kind`, from a metered run of the same workload
-    (a run of its own: pickling to count costs time). Inline and thread share the driver's memory: 0."""
-    from .crossing import metered, totals
-    from .workload import run_workload
+    (a run of its own: pickling to count costs time). Inline and thread share the driver's memory: 0.
+    On process and ray, a second metered run sends the thinker's states through the driver, as before the
+    direct hand-off (executors/handoff.py): `via_driver_*` are its figures."""
+    from .crossing import totals
 
     specs = placed(program, kind)
     if not any(spec.is_remote for spec in specs.values()):
         return totals([])
-    executors, crossings = metered(program, make_executors(program, specs), {n: s.is_remote for n, s in specs.items()})
+    direct = _metered(program, specs, workload, kind, direct_handoff=True)
+    via = _metered(program, specs, workload, kind, direct_handoff=False)
+    return {**direct, "via_driver_bytes_per_unit": via["driver_bytes_per_unit"],
+            "via_driver_handoff_bytes_per_unit": via["handoff_bytes_per_unit"]}
+
+
+def _metered(program: CompiledProgram, specs, workload, kind: str, *, direct_handoff: bool) -> dict:
+    from .crossing import metered, totals
+    from .workload import run_workload
+
+    started = make_executors(program, specs, direct_handoff=direct_handoff)
+    executors, crossings = metered(program, started, {n: s.is_remote for n, s in specs.items()})
     run_workload(program, workload, f"crossing-{kind}", executors=executors)
     return totals(crossings)
 

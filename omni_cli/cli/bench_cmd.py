@@ -156,6 +156,9 @@ def _render_placement(program, kinds: str, requests: int, chars: int, concurrenc
                  for c in r["by_component"]]
         typer.echo(f"  {r['placement']:<9}" + ", ".join(parts) + f"; all: {r['driver_bytes_per_unit']:.0f}, "
                    f"hand-off {r['handoff_bytes_per_unit']:.0f}")
+        if "via_driver_bytes_per_unit" in r:
+            typer.echo(f"  {'':<9}with the thinker's states through the driver instead of worker to worker: all "
+                       f"{r['via_driver_bytes_per_unit']:.0f}, hand-off {r['via_driver_handoff_bytes_per_unit']:.0f}")
 
 
 def _carried(c: dict) -> str:

@@ -46,6 +46,9 @@ class Engine:
         self._count = 0
         self._executors: dict[int, Executor] = {id(c): (executors or {}).get(name) or InlineExecutor(c)
                                                 for name, c in program.components.items()}
+        # the components as the feeds use them (a talker whose thinker's states stay in the workers)
+        views = {c.role: self._executors[id(c)].view(c) for c in program.components.values()}
+        self._roles = views if any(v is not program.roles.get(r) for r, v in views.items()) else None
         self._requests: dict[str, EngineRequest] = {}  # active only: an ended request is the caller's alone
         self._events = EventQueue()
         self._subscribers: list[Callable[[TraceEvent], None]] = []
@@ -70,7 +73,7 @@ class Engine:
         if rid in self._requests:
             raise ValueError(f"request id {rid!r} is already in use")
         holder: list[EngineRequest] = []
-        wired = self.program.wire(rid, request, lambda event: self._emit(holder[0], event))
+        wired = self.program.wire(rid, request, lambda event: self._emit(holder[0], event), roles=self._roles)
         resident, peak = wired.footprint.resident_bytes, wired.footprint.peak_step_bytes
         r = EngineRequest(rid, request, wired, collect, self.now(), resident, peak)
         holder.append(r)

@@ -47,6 +47,11 @@ class Executor:
     def close(self) -> None:
         """Release what the executor holds (threads, processes, actors); idempotent."""
 
+    def view(self, component: Any) -> Any:
+        """The component as the driver's loops and feeds use it (a talker whose thinker's states stay in the
+        workers gives its hand-off in a form the talker's worker completes: executors/handoff.py)."""
+        return component
+
 
 class InlineExecutor(Executor):
     """Runs in the caller's thread and returns an already-done future: the engine folds it at once."""

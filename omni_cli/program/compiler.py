@@ -88,11 +88,13 @@ class CompiledProgram:
                                        f"unknown voice {voice!r} (known: {', '.join(known) or 'none'})")])
         return voice
 
-    def wire(self, request_id: str, request: SpeakRequest, emit: Callable[[StreamEvent], None]) -> WiredRequest:
-        """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request."""
+    def wire(self, request_id: str, request: SpeakRequest, emit: Callable[[StreamEvent], None],
+             roles: dict[str, Any] | None = None) -> WiredRequest:
+        """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request.
+        roles: the components the ops hand to feeds, when the engine's placement gives other views of them."""
         voice = self.resolve_voice(request.voice)
-        ctx = RequestContext(request_id, request, self.card, self.roles, request.mode or self.card.defaults.mode,
-                             voice, emit)
+        ctx = RequestContext(request_id, request, self.card, roles or self.roles,
+                             request.mode or self.card.defaults.mode, voice, emit)
         slots: dict[str, Any] = {"text": request.text}  # keep REQUEST_SLOTS in step
         states: list[tuple[Loop, LoopState]] = []
         self._check_speed(request)

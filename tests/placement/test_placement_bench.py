@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+from conftest import placed
+
 from omni_cli.bench.placement import placement_suite
 
 
@@ -14,35 +17,54 @@ def test_the_placement_bench_compares_the_same_audio_and_times_each_call(toy):
     assert rows[0]["vs_inline"] == 1.0 and rows[1]["bytes_per_call"] == 0  # a thread copies nothing
 
 
-def test_a_metered_run_counts_what_crosses_the_driver(toy, executors):
-    from omni_cli.bench.crossing import metered, totals
+def _metered_run(toy, placed_executors):
+    from omni_cli.bench.crossing import metered
     from omni_cli.engine import Engine
     from omni_cli.spec import SpeakRequest
-    from omni_cli.spec.stream import AudioChunk
 
-    for kind, crosses in (("thread", False), ("process", True)):
-        placed_executors = executors(kind)
-        wrapped, crossings = metered(toy, placed_executors, dict.fromkeys(placed_executors, crosses))
-        engine = Engine(toy, executors=wrapped)
-        for seed in (1, 2):
-            engine.submit(SpeakRequest("Hello there, world", seed=seed))
-        samples = sum(e.num_samples for e in engine.events() if isinstance(e, AudioChunk))
-        by = {c.component: c for c in crossings}
-        assert all(c.work_units > 0 for c in crossings)
-        if not crosses:  # a thread shares the driver's memory
-            assert totals(crossings)["driver_bytes_per_unit"] == 0
-            continue
-        d_model = toy.card.components["thinker"].params["d_model"]
-        # each thinker token's hidden state and input embedding (float32) come back through the driver ...
-        assert by["thinker"].hidden_back_bytes >= 2 * d_model * 4 * by["thinker"].work_units
-        # ... and the talker's conditioning made from them goes out again (a thinker reply vector a step)
-        assert by["talker"].conditioning_out_bytes >= d_model * 4 * by["talker"].work_units
-        # ... while the talker sends back its logits alone: its own states feed nobody (the vocoder reads codes)
-        talker = toy.components["talker"]
-        assert by["talker"].hidden_back_bytes == 0
-        assert by["talker"].received_bytes < (talker.vocab_size + talker.params.d_model) * 4 * by["talker"].work_units
-        handoff = by["thinker"].hidden_back_bytes + by["talker"].conditioning_out_bytes
-        units = sum(c.work_units for c in crossings)
-        assert totals(crossings)["handoff_bytes_per_unit"] == handoff / units
-        assert by["vocoder"].received_bytes >= 4 * samples > 0  # the audio itself, float32
-        assert by["vocoder"].hidden_back_bytes == by["vocoder"].conditioning_out_bytes == 0
+    remote = {name: getattr(ex, "kind", "inline") in ("process", "ray") for name, ex in placed_executors.items()}
+    wrapped, crossings = metered(toy, placed_executors, remote)
+    engine = Engine(toy, executors=wrapped)
+    handles = [engine.submit(SpeakRequest("Hello there, world", seed=seed), collect=True) for seed in (1, 2)]
+    for _ in engine.events():
+        pass
+    results = [h.result() for h in handles]
+    assert all(c.work_units > 0 for c in crossings) and all(r.samples.size > 0 for r in results)
+    return {c.component: c for c in crossings}, results
+
+
+def test_a_metered_run_counts_what_crosses_the_driver(toy, executors):
+    from omni_cli.bench.crossing import totals
+    from omni_cli.engine.executors import close_executors, make_executors
+
+    by, _ = _metered_run(toy, executors("thread"))
+    assert totals(list(by.values()))["driver_bytes_per_unit"] == 0  # a thread shares the driver's memory
+    d_model = toy.card.components["thinker"].params["d_model"]
+    talker = toy.components["talker"]
+    # the hand-off through the driver (the thinker in a process, the talker inline): each thinker token's
+    # hidden state and input embedding (float32) come back, and the talker's conditioning made from them
+    # goes out again (a thinker reply vector a step)
+    through = make_executors(toy, placed(toy, "thinker=process,vocoder=process"))
+    try:
+        via, via_results = _metered_run(toy, through)
+    finally:
+        close_executors(through)
+    assert via["thinker"].hidden_back_bytes >= 2 * d_model * 4 * via["thinker"].work_units
+    # thinker and talker in processes: the states go down the pipe between their workers, the driver sees
+    # handles, and the talker's conditioning is made in its worker
+    by, results = _metered_run(toy, executors("process"))
+    assert [r.tokens for r in results] == [r.tokens for r in via_results]
+    assert all(np.array_equal(a.samples, b.samples) for a, b in zip(results, via_results, strict=True))
+    assert by["thinker"].hidden_back_bytes < d_model * 4 * by["thinker"].work_units  # under one array a step
+    assert by["talker"].conditioning_out_bytes < d_model * 4 * by["talker"].work_units
+    units = sum(c.work_units for c in by.values())
+    handoff = by["thinker"].hidden_back_bytes + by["talker"].conditioning_out_bytes
+    assert totals(list(by.values()))["handoff_bytes_per_unit"] == handoff / units
+    # the talker sends back its logits alone: its own states feed nobody (the vocoder reads codes)
+    assert by["talker"].hidden_back_bytes == 0
+    assert by["talker"].received_bytes < (talker.vocab_size + talker.params.d_model) * 4 * by["talker"].work_units
+    samples = sum(r.samples.size for r in results)
+    assert by["vocoder"].received_bytes >= 4 * samples > 0  # the audio itself, float32
+    assert by["vocoder"].hidden_back_bytes == by["vocoder"].conditioning_out_bytes == 0
+    # every pair the talker's worker was sent is dropped once its request ended
+    assert executors("process")["talker"].live_states() == 0

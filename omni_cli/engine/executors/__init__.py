@@ -20,21 +20,44 @@ def placement_of(program: Any, override: dict[str, PlacementSpec] | None = None)
     return {name: given.get(name, PlacementSpec()) for name in program.components}
 
 
-def make_executors(program: Any, placement: dict[str, PlacementSpec], *,
-                   ray_address: str | None = None) -> dict[str, Executor]:
-    """One executor per component, started (workers built, actors up); closes what it started if one fails."""
+def make_executors(program: Any, placement: dict[str, PlacementSpec], *, ray_address: str | None = None,
+                   direct_handoff: bool = True) -> dict[str, Executor]:
+    """One executor per component, started (workers built, actors up); closes what it started if one fails.
+
+    direct_handoff: with the thinker and the talker both in processes or both on Ray, the thinker's states go
+    from its worker to the talker's, not through the driver (handoff.py); False sends them through the driver."""
     _check_devices(program, placement)
     if ray_address is not None and not any(p.executor == "ray" for p in placement.values()):
         raise SpecError([SpecIssue("<command line>", None, "--ray-address",
                                    "no component is placed on ray (add --placement ray)")])
+    pair = _handoff_pair(program, placement) if direct_handoff else None
+    link = None
+    if pair is not None and placement[pair[0]].executor == "process":
+        from .handoff_pipe import ProcessLink
+
+        link = ProcessLink()
     executors: dict[str, Executor] = {}
     try:
         for name, component in program.components.items():
-            executors[name] = _make(name, component, program, placement[name], placement, ray_address)
+            role = None if pair is None else "send" if name == pair[0] else "receive" if name == pair[1] else None
+            executors[name] = _make(name, component, program, placement[name], placement, ray_address, role, link)
     except BaseException:
         close_executors(executors)
         raise
+    finally:
+        if link is not None:
+            link.started()
     return executors
+
+
+def _handoff_pair(program: Any, placement: dict[str, PlacementSpec]) -> tuple[str, str] | None:
+    """(thinker, talker) names when both run remote on one executor kind, so their hand-off can skip the driver."""
+    by_role = {c.role: name for name, c in program.components.items()}
+    thinker, talker = by_role.get("thinker"), by_role.get("talker")
+    if thinker is None or talker is None:
+        return None
+    kinds = {placement[thinker].executor, placement[talker].executor}
+    return (thinker, talker) if len(kinds) == 1 and kinds <= {"process", "ray"} else None
 
 
 def close_executors(executors: dict[str, Executor]) -> None:
@@ -47,22 +70,23 @@ def close_executors(executors: dict[str, Executor]) -> None:
 
 
 def _make(name: str, component: Any, program: Any, spec: PlacementSpec, placement: dict[str, PlacementSpec],
-          ray_address: str | None) -> Executor:
+          ray_address: str | None, handoff: str | None, link: Any) -> Executor:
     if spec.executor == "inline":
         return InlineExecutor(component)
     if spec.executor == "thread":
         from .thread import ThreadExecutor
 
         return ThreadExecutor(name, component)
-    worker = WorkerSpec(program.card, dict(program.settings), name, spec.device, spec.num_threads)
+    worker = WorkerSpec(program.card, dict(program.settings), name, spec.device, spec.num_threads, handoff)
+    thinker = program.roles["thinker"] if handoff == "receive" else None
     if spec.executor == "process":
         from .process import ProcessExecutor
 
-        return ProcessExecutor(name, worker)
+        return ProcessExecutor(name, worker, link if handoff else None, thinker)
     from .ray import RayExecutor, actor_resources, ensure_ray
 
     cpus = sum(actor_resources(p)["num_cpus"] for p in placement.values() if p.executor == "ray")
-    return RayExecutor(name, worker, spec, ensure_ray(ray_address, cpus))
+    return RayExecutor(name, worker, spec, ensure_ray(ray_address, cpus), thinker)
 
 
 def _check_devices(program: Any, placement: dict[str, PlacementSpec]) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 from ..executor import BatchOutcome, Executor
 from .failures import WorkerDied, cancelled_future, first_line, translated
 from .handles import StateTracker
+from .handoff import DirectHandOff
+from .handoff_pipe import PipeSender, PipeStore, ProcessLink
 from .worker import ComponentWorker, WorkerSpec, exit_with_parent, portable, thread_environment
 
 START_TIMEOUT_S = 120.0
@@ -26,12 +28,14 @@ _worker: ComponentWorker | None = None  # in the child: the one component it ser
 _start_error: BaseException | None = None
 
 
-def _start(spec: WorkerSpec, parent: int) -> None:
+def _start(spec: WorkerSpec, parent: int, connection: Any = None) -> None:
     global _worker, _start_error
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(parent)
     try:
-        _worker = ComponentWorker(spec)
+        sender = PipeSender(connection) if spec.handoff == "send" else None
+        store = PipeStore(connection) if spec.handoff == "receive" else None
+        _worker = ComponentWorker(spec, sender, store)
     except BaseException as exc:  # reported by the first call, with the card's own message
         _start_error = portable(exc)
 
@@ -45,16 +49,20 @@ def _call(method: str, *args: Any) -> Any:
 class ProcessExecutor(Executor):
     kind = "process"
 
-    def __init__(self, name: str, spec: WorkerSpec):
+    def __init__(self, name: str, spec: WorkerSpec, link: ProcessLink | None = None, handoff_from: Any = None):
+        """link: the pipe of a direct hand-off (spec.handoff says which end); handoff_from: the talker's,
+        the driver's thinker (its stand-ins, handoff.py)."""
         self.name = name
         self._tracker = StateTracker(ship=True)
         self._dead: WorkerDied | None = None
+        self._link, self._handoff_from = link, handoff_from
+        connection = None if link is None else link.send_end if spec.handoff == "send" else link.receive_end
         saved = {k: os.environ.get(k) for k in thread_environment(spec.num_threads)}
         # the child reads the thread variables when it imports numpy, before our initializer runs
         os.environ.update(thread_environment(spec.num_threads))
         try:
             self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_start, initargs=(spec, os.getpid()))
+                                             initializer=_start, initargs=(spec, os.getpid(), connection))
             first = self._pool.submit(_call, "live_states", [])
         finally:
             for key, value in saved.items():
@@ -72,13 +80,23 @@ class ProcessExecutor(Executor):
         if self._dead is not None:
             return cancelled_future(self._dead)
         try:
-            inner = self._pool.submit(_call, "run", kind, self._tracker.outbound(inputs), self._tracker.take_released())
+            inner = self._pool.submit(_call, "run", kind, self._tracker.outbound(inputs), self._tracker.take_released(),
+                                      self._dropped())
         except (BrokenProcessPool, RuntimeError) as exc:
             return cancelled_future(self._died(exc))
+        if self._link is not None and self._handoff_from is None:  # the thinker's: track the handles it gives
+            self._link.watch(inner)
         return translated(inner, self._describe)
 
+    def view(self, component: Any) -> Any:
+        return component if self._handoff_from is None else DirectHandOff(component, self._handoff_from)
+
     def live_states(self) -> int:
-        return self._pool.submit(_call, "live_states", self._tracker.take_released()).result()
+        return self._pool.submit(_call, "live_states", self._tracker.take_released(), self._dropped()).result()
+
+    def _dropped(self) -> list[int]:
+        """The talker's: the hand-off pairs whose handles died in the driver."""
+        return self._link.take_released() if self._link is not None and self._handoff_from is not None else []
 
     def kill(self) -> None:
         """End the worker now, as a crash would (tests: a request in flight must fail, not hang)."""

@@ -18,6 +18,7 @@ from ...spec.placement import PlacementSpec
 from ..executor import BatchOutcome, Executor
 from .failures import WorkerDied, cancelled_future, first_line, translated
 from .handles import StateTracker
+from .handoff import DirectHandOff
 from .worker import ComponentWorker, WorkerSpec, thread_environment
 
 START_TIMEOUT_S = 120.0
@@ -59,19 +60,49 @@ def actor_resources(placement: PlacementSpec) -> dict[str, float]:
             "num_gpus": 0.0 if placement.num_gpus is None else placement.num_gpus}
 
 
+class _ObjectStoreSender:
+    """The thinker's actor: each (hidden, embeds) pair into Ray's object store, owned by the actor."""
+
+    def keep(self, hidden: Any, embeds: Any) -> Any:
+        return ray_module().put((hidden, embeds))
+
+
+class _ObjectStoreFetch:
+    """The talker's actor: pairs fetched by reference, from the object store (never through the driver)."""
+
+    def fetch(self, refs: list[Any]) -> dict[Any, tuple[Any, Any]]:
+        return dict(zip(refs, ray_module().get(list(refs)), strict=True))
+
+    def release(self, refs: list[Any]) -> None:
+        """Nothing: Ray counts references, and a pair goes when no handle names it."""
+
+    def __len__(self) -> int:
+        return 0  # held by Ray, not here
+
+
+class RayComponentWorker(ComponentWorker):
+    """A component worker as a Ray actor; with a direct hand-off, pairs travel as object references."""
+
+    def __init__(self, spec: WorkerSpec):
+        super().__init__(spec, _ObjectStoreSender() if spec.handoff == "send" else None,
+                         _ObjectStoreFetch() if spec.handoff == "receive" else None)
+
+
 class RayExecutor(Executor):
     kind = "ray"
 
-    def __init__(self, name: str, spec: WorkerSpec, placement: PlacementSpec, ray):
+    def __init__(self, name: str, spec: WorkerSpec, placement: PlacementSpec, ray, handoff_from: Any = None):
+        """handoff_from: the talker's, with a direct hand-off: the driver's thinker (its stand-ins, handoff.py)."""
         self.name = name
         self._ray = ray
+        self._handoff_from = handoff_from
         self._tracker = StateTracker(ship=True)
         self._dead: WorkerDied | None = None
         resources = actor_resources(placement)
         options: dict[str, Any] = {**resources, "max_restarts": 0, "max_task_retries": 0}
         if spec.num_threads:
             options["runtime_env"] = {"env_vars": thread_environment(spec.num_threads)}
-        self._actor = ray.remote(ComponentWorker).options(**options).remote(spec)
+        self._actor = ray.remote(RayComponentWorker).options(**options).remote(spec)
         wanted = ", ".join(f"{k}={v:g}" for k, v in resources.items())
         try:
             ray.get(self._actor.live_states.remote([]), timeout=START_TIMEOUT_S)
@@ -89,6 +120,9 @@ class RayExecutor(Executor):
             return cancelled_future(self._dead)
         ref = self._actor.run.remote(kind, self._tracker.outbound(inputs), self._tracker.take_released())
         return translated(ref.future(), self._describe)
+
+    def view(self, component: Any) -> Any:
+        return component if self._handoff_from is None else DirectHandOff(component, self._handoff_from)
 
     def live_states(self) -> int:
         return self._ray.get(self._actor.live_states.remote(self._tracker.take_released()))

@@ -18,6 +18,7 @@ from ...program.checks import component_params
 from ...program.compiler import build_components
 from ..executor import BatchOutcome, run_batch
 from .handles import StateTable
+from .handoff import hold_outputs, make_handoffs
 
 # the variables the usual intra-op pools read when they start (OpenMP, OpenBLAS, MKL): set before import
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -32,7 +33,7 @@ class WorkerSpec:
     component: str
     device: str | None = None
     num_threads: int = 0
-
+    handoff: str | None = None  # "send" (the thinker's worker) or "receive" (the talker's): handoff.py
     def build_settings(self) -> dict[str, Any]:
         """The engine's backend settings, with this component's device where the backend takes one."""
         backend = self.card.components[self.component].backend
@@ -48,31 +49,49 @@ def thread_environment(num_threads: int) -> dict[str, str]:
 
 
 class ComponentWorker:
-    """Runs one component's batches on the worker's side, with its requests' states kept here."""
+    """Runs one component's batches on the worker's side, with its requests' states kept here.
 
-    def __init__(self, spec: WorkerSpec):
+    With a direct hand-off (handoff.py) the thinker's worker has a `sender` (`keep(hidden, embeds)` -> ref)
+    and the talker's a `store` (`fetch(refs)`, `release(refs)`, `len`: the pairs it holds)."""
+
+    def __init__(self, spec: WorkerSpec, sender: Any = None, store: Any = None):
         # before the backend imports its libraries: their thread pools read these once, at start
         os.environ.update(thread_environment(spec.num_threads))
         components = build_components(spec.card, component_params(spec.card), spec.build_settings())
         self.name = spec.component
         self.component = components[spec.component]
         self.table = StateTable()
+        self.sender, self.store = sender, store
 
-    def run(self, kind: str, inputs: list[Any], released: list[int]) -> BatchOutcome:
-        self.table.release(released)
+    def run(self, kind: str, inputs: list[Any], released: list[int], dropped: list[Any] = ()) -> BatchOutcome:
+        self._release(released, dropped)
         start = time.perf_counter()  # CLOCK_MONOTONIC: the same clock as the driver's on one machine
         try:
             resolved = self.table.inbound(inputs)
         except Exception as exc:  # a handle without its state: every request of the batch fails alone
             return BatchOutcome([exc] * len(inputs), start, time.perf_counter() - start)
-        outputs = run_batch(self.component, kind, resolved)
+        errors = make_handoffs(self.component, resolved, self.store.fetch) if self.store is not None else []
+        if any(errors):  # a request whose hand-off failed fails alone; the others run
+            ok = [i for i, e in enumerate(errors) if e is None]
+            ran = iter(run_batch(self.component, kind, [resolved[i] for i in ok]) if ok else [])
+            outputs = [e if e is not None else next(ran) for e in errors]
+        else:
+            outputs = run_batch(self.component, kind, resolved)
+        if self.sender is not None:
+            outputs = hold_outputs(outputs, self.sender.keep)
         dur = time.perf_counter() - start
         return BatchOutcome([portable(o) for o in outputs], start, dur)
 
-    def live_states(self, released: list[int]) -> int:
-        """How many requests' states this component holds (after freeing `released`)."""
+    def live_states(self, released: list[int], dropped: list[Any] = ()) -> int:
+        """How many requests' states this component holds (after freeing `released`), the thinker states
+        it holds for the hand-off included."""
+        self._release(released, dropped)
+        return len(self.table) + (len(self.store) if self.store is not None else 0)
+
+    def _release(self, released: list[int], dropped: list[Any]) -> None:
         self.table.release(released)
-        return len(self.table)
+        if self.store is not None and dropped:
+            self.store.release(list(dropped))
 
 
 def exit_with_parent(parent: int, every_s: float = 0.5) -> None:

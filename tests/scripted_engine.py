@@ -76,7 +76,7 @@ def scripted_program(loop, budget_mib=1, max_batch=4):
 
     loops = loop if isinstance(loop, list) else [loop]
 
-    def wire(rid, request, emit):
+    def wire(rid, request, emit, roles=None):
         states = [(one, one.init(rid)) for one in loops]
         return WiredRequest(rid, states, {}, None, size_request(states, {}))
 

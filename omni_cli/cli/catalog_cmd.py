@@ -99,15 +99,21 @@ def cards_show(name: NameArg, params: bool = typer.Option(
     for cname, comp in card.components.items():
         params = ", ".join(f"{k}={v}" for k, v in comp.params.items())
         echo(f"  {cname}: {comp.role} on {comp.backend}" + (f" ({params})" if params else ""))
+    from ..loops import LOOP_KINDS
+
     echo("loops:")
     for lname, loop in card.loops.items():
-        if loop.kind != "audio_decode":
-            extra = f"max_tokens {loop.max_tokens}"
+        kind = LOOP_KINDS.get(loop.kind)  # a card may leave work_unit out: it follows from the kind
+        units = kind.work_unit if kind is not None else loop.work_unit
+        if loop.kind == "ar_decode":
+            extra = f", max_tokens {loop.max_tokens}"
+        elif loop.kind != "audio_decode":
+            extra = ""  # the sentence kinds read neither max_tokens nor chunk_codes
         elif loop.first_chunk_codes:
-            extra = f"chunk_codes {loop.first_chunk_codes} doubling to {loop.chunk_codes}"
+            extra = f", chunk_codes {loop.first_chunk_codes} doubling to {loop.chunk_codes}"
         else:
-            extra = f"chunk_codes {loop.chunk_codes}"
-        echo(f"  {lname}: {loop.kind} over {loop.component}, {loop.work_unit} units, prompt {loop.prompt_slot}, {extra}")
+            extra = f", chunk_codes {loop.chunk_codes}"
+        echo(f"  {lname}: {loop.kind} over {loop.component}, {units} units, prompt {loop.prompt_slot}{extra}")
     echo(f"limits: text {card.limits.max_text_chars} chars, memory {card.limits.memory_budget_mib} MiB; "
          f"batching: max {card.batching.max_batch}")
 

@@ -63,3 +63,15 @@ def test_the_command_prints_a_line_per_key_with_its_doc(omni):
     assert len(lines) == 1 + len(param_rows(load_card_file(str(ROOT / "cards" / "qwen2_5_omni_toy.yaml"))))
     chunk = next(line for line in lines if line.split()[0] == "loops.vocoder.chunk_codes")
     assert chunk.split()[1:4] == ["10", "0", "to"] and "codes per chunk" in chunk
+
+
+def test_a_card_that_leaves_work_unit_out_shows_the_units_its_kinds_run(omni, home):
+    """`work_unit` follows from `kind` (issue 11 item 7): a card may omit it, and `cards show` still says it."""
+    text = (ROOT / "cards" / "qwen2_5_omni_toy.yaml").read_text()
+    card = home / "no_work_unit.yaml"
+    card.write_text("".join(line for line in text.splitlines(keepends=True) if "work_unit:" not in line))
+    assert omni("cards", "validate", str(card)).exit_code == 0
+    shown = omni("cards", "show", str(card)).stdout
+    units = {line.split(":")[0].strip(): line.split(", ")[1] for line in shown.splitlines() if " units" in line}
+    assert units == {"thinker_decode": "ar_token units", "talker_decode": "ar_token units",
+                     "vocoder": "audio_chunk units"}

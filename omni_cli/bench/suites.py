@@ -113,8 +113,9 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
     # generate gets as many intra-op threads as the widest of our components: the same cores, no more
     threads = max((t["count"] for t in ours.threads().values()), default=None)
+    # generate runs on our components' own loaded model: the same weights, no second copy to load
     reference = GenerateReference(ours.settings.get("model_path") or card.params["model_path"],
-                                  sorted(talker.eos_token_ids), num_threads=threads)
+                                  sorted(talker.eos_token_ids), model=thinker.model, num_threads=threads)
     voice = ours.voices()[0]
     on_progress("generate", 3, 3, f"Hugging Face generate, {_described(work)}, one after another")
     runs = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,

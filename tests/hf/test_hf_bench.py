@@ -1,0 +1,32 @@
+"""`omni bench --reference` on the tiny checkpoint: ours beside generate, issue 19's targets from that run."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from omni_cli.api import load  # noqa: E402
+from omni_cli.bench import reference_suite, targets  # noqa: E402
+
+
+def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_ratios(tiny_checkpoint, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    program = load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)})
+    results, compared = reference_suite(program, num_requests=2, short_chars=10, concurrency=2, thinker_max=4,
+                                        talker_codes=40)
+    s = {r.label: r.summary() for r in results}
+    assert list(s) == ["ours-1", "ours-2", "generate"]
+    assert compared["generate_threads"] == max(t["count"] for t in program.threads().values())
+    assert compared["ours-1"]["same_tokens"] == compared["ours-2"]["same_tokens"] == 2  # greedy: generate's tokens
+    assert all(s[label]["audio_s_total"] > 0 for label in s)
+    rows = {row["target"]: row for row in targets([], (results, compared), {})}
+    ttfa = rows["TTFA p50, generate / ours (chat, greedy, concurrency 1)"]
+    assert ttfa["value"] == pytest.approx(s["generate"]["ttfa_p50_s"] / s["ours-1"]["ttfa_p50_s"])
+    latency = rows["latency p50, ours / generate (concurrency 1)"]
+    assert latency["value"] == pytest.approx(s["ours-1"]["latency_p50_s"] / s["generate"]["latency_p50_s"])
+    assert rows["stall max, player starting at first audio (ours-1)"]["value"] == s["ours-1"]["stall_max_s"]
+    throughput = rows["audio s per wall s, ours-2 / generate one by one"]
+    assert throughput["value"] == pytest.approx(s["ours-2"]["audio_s_per_wall_s"] / s["generate"]["audio_s_per_wall_s"])
+    assert rows["requests whose tokens and codes equal generate's (ours-2)"]["met"] is True

@@ -54,7 +54,7 @@ class ScriptedLoop(Loop):
         if state.step >= self.steps:
             state.status = LoopStatus.FINISHED
             return DONE
-        return WorkPlan("scripted", state.step, ("scripted",), self.step_bytes_,
+        return WorkPlan("scripted", state.step, (self.loop_id,), self.step_bytes_,
                         {"rid": state.request_id, "step": state.step})
 
     def advance(self, state, plan, output):

@@ -43,6 +43,18 @@ def test_admission_queues_what_does_not_fit_now_and_refunds_everything():
     assert engine.budget.reserved == 0
 
 
+def test_a_batch_whose_steps_do_not_fit_together_runs_as_smaller_batches():
+    comp = ScriptedComponent()
+    loop = ScriptedLoop(comp, steps=2, resident=100, step_bytes=300)
+    engine = Engine(scripted_program(loop), memory_budget_bytes=1000, max_batch=4)
+    for i in range(3):  # all three are admitted (300 resident + 300 headroom), their 900 step bytes are not free
+        engine.submit(SpeakRequest("x", request_id=f"q{i}"))
+    done = [e for e in drain(engine) if isinstance(e, RequestDone)]
+    assert [e.status for e in done] == [RequestStatus.FINISHED] * 3
+    assert comp.calls == [["q0"], ["q1", "q2"]] * 2  # halved: 300, then 600 of the 700 free
+    assert engine.budget.peak_reserved <= 1000 and engine.budget.reserved == 0
+
+
 def test_cancel_one_request_at_a_step_boundary_leaves_the_others_alone():
     comp = ScriptedComponent()
     loop = ScriptedLoop(comp, steps=5)

@@ -7,7 +7,7 @@ from runtime_helpers import run_alone
 from scripted_engine import ScriptedComponent, ScriptedLoop, drain, scripted_program
 
 from omni_cli.engine import AdmissionError, Engine
-from omni_cli.loops import LoopStatus
+from omni_cli.loops import NO_BOUND, Footprint, LoopStatus, WorkPlan
 from omni_cli.spec import SpeakRequest
 from omni_cli.spec.stream import RequestDone, RequestStatus
 
@@ -41,6 +41,39 @@ def test_admission_queues_what_does_not_fit_now_and_refunds_everything():
     assert max(seen_reserved) <= 1000
     assert engine.budget.peak_reserved == 1000  # two residents + their two steps as one batch
     assert engine.budget.reserved == 0
+
+
+class SizedLoop(ScriptedLoop):
+    """Each request's resident and step bytes by its id."""
+
+    def __init__(self, component, sizes):
+        super().__init__(component, steps=2)
+        self.sizes = sizes
+
+    def footprint(self, state, upstream):
+        return Footprint(*self.sizes[state.request_id]), NO_BOUND
+
+    def next(self, state):
+        plan = super().next(state)
+        if plan.__class__ is WorkPlan:
+            plan.step_bytes = self.sizes[state.request_id][1]
+        return plan
+
+
+@pytest.mark.parametrize("sizes", [{"q0": (300, 500), "q1": (300, 100)}, {"q0": (400, 300), "q1": (400, 300)}],
+                         ids=["room-for-the-running-step", "room-for-its-own-step"])
+def test_admission_leaves_room_for_the_largest_step_of_what_would_run(sizes):
+    """(resident, step) bytes in a 1000-byte budget: both fit alone, but q1's resident would leave less than
+    the largest step free, so q1 waits for q0 to end instead of failing a step that can no longer fit."""
+    engine = Engine(scripted_program(SizedLoop(ScriptedComponent(), sizes)), memory_budget_bytes=1000)
+    phases = []
+    engine.subscribe(lambda e: phases.append((e.request_id, e.phase)) if e.event == "request" else None)
+    for rid in sizes:
+        engine.submit(SpeakRequest("x", request_id=rid))
+    done = [e for e in drain(engine) if isinstance(e, RequestDone)]
+    assert [(e.request_id, e.status) for e in done] == [("q0", RequestStatus.FINISHED), ("q1", RequestStatus.FINISHED)]
+    assert phases.index(("q1", "admitted")) > phases.index(("q0", "finished"))
+    assert engine.budget.peak_reserved <= 1000 and engine.budget.reserved == 0
 
 
 def test_a_batch_whose_steps_do_not_fit_together_runs_as_smaller_batches():

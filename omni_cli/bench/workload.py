@@ -66,6 +66,7 @@ class BenchResult:
     stall_s: list[float] = field(default_factory=list)  # per request: see PlaybackClock
     overhead_s: float | None = None  # the engine's own time (not in or waiting on components), in all
     critical_s: list[float] = field(default_factory=list)  # per request: see FirstChunkPath
+    busy_s: dict[str, float] = field(default_factory=dict)  # per loop: seconds its component's calls ran
 
     def summary(self) -> dict[str, Any]:
         audio_total = sum(self.audio_s)
@@ -135,6 +136,18 @@ class FirstChunkPath:
             self._done.add(rid)
 
 
+class StageBusy:
+    """Per loop, the seconds its component's calls ran (a batched call once, not once per WorkUnit): with
+    stages overlapped the wall time is at least the busiest stage's."""
+
+    def __init__(self) -> None:
+        self.busy_s: dict[str, float] = {}
+
+    def on_event(self, event: Any) -> None:
+        if event.event == "work_unit":
+            self.busy_s[event.loop] = self.busy_s.get(event.loop, 0.0) + event.dur_s / event.batch_size
+
+
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
                  keep_outputs: bool = False, executors: dict | None = None) -> BenchResult:
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
@@ -152,8 +165,9 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
 
 
 def _drive(engine: Engine, program: CompiledProgram, workload: Workload, label: str, keep_outputs: bool) -> BenchResult:
-    path = FirstChunkPath()
+    path, busy = FirstChunkPath(), StageBusy()
     engine.subscribe(path.on_event)  # as `omni speak`'s view does: the trace events are part of the cost
+    engine.subscribe(busy.on_event)
     pending = workload.requests()
     hashes: dict[str, Any] = {}
     handles: dict[str, RequestHandle] = {}
@@ -189,4 +203,5 @@ def _drive(engine: Engine, program: CompiledProgram, workload: Workload, label: 
         outputs=[handles[rid].result() for rid in order] if keep_outputs else [],
         stall_s=[clocks[rid].stall_s for rid in order],
         overhead_s=engine.stats.overhead_s, critical_s=[path.path_s.get(rid, 0.0) for rid in order],
+        busy_s=busy.busy_s,
     )

@@ -41,6 +41,8 @@ def bench(
     placement: str | None = typer.Option(None, "--placement", metavar="KIND,KIND",
                                          help="instead: these placements (thread, process, ray) beside inline: "
                                               "throughput, same audio, and each executor's cost per call"),
+    rounds: int = typer.Option(1, "--rounds", min=1, max=100, help="--placement: alternate the placements' timed runs "
+                               "this many times, keeping each one's fastest"),
     rollout: bool = typer.Option(False, "--rollout", help="instead: overhead per WorkUnit served and rolled out "
                                  "(recording every step), best of 3 alternated runs at concurrency 1 and N"),
 ) -> None:
@@ -53,7 +55,7 @@ def bench(
         _render_recording(program, requests, chars, concurrency, as_json)
         return
     if placement is not None:
-        _render_placement(program, placement, requests, chars, concurrency, as_json)
+        _render_placement(program, placement, requests, chars, concurrency, as_json, rounds)
         return
     ref, results = None, []
     if reference:
@@ -125,7 +127,8 @@ def _render(results, rows) -> None:
     console.print(goals)
 
 
-def _render_placement(program, kinds: str, requests: int, chars: int, concurrency: int, as_json: bool) -> None:
+def _render_placement(program, kinds: str, requests: int, chars: int, concurrency: int, as_json: bool,
+                      rounds: int) -> None:
     from ..bench.placement import placement_suite
     from ..spec.placement import EXECUTORS
 
@@ -134,7 +137,8 @@ def _render_placement(program, kinds: str, requests: int, chars: int, concurrenc
     if unknown or not wanted:
         raise typer.BadParameter(f"expected executors from {', '.join(EXECUTORS)}, got {kinds!r}",
                                  param_hint="--placement")
-    rows = placement_suite(program, wanted, num_requests=requests, short_chars=chars, concurrency=concurrency)
+    rows = placement_suite(program, wanted, num_requests=requests, short_chars=chars, concurrency=concurrency,
+                           rounds=rounds)
     if as_json:
         for row in rows:
             typer.echo(json.dumps(row))
@@ -147,6 +151,15 @@ def _render_placement(program, kinds: str, requests: int, chars: int, concurrenc
         typer.echo(f"  {r['placement']:<9}{r['audio_s_per_wall_s']:>11.1f}{r['vs_inline']:>9.2f}"
                    f"{'yes' if r['same_audio'] else 'NO':>6}{r['call_us']:>9.0f}{r['component_us']:>9.0f}"
                    f"{r['overhead_us']:>12.0f}{r['bytes_per_call']:>11}{r['driver_bytes_per_unit']:>12.0f}")
+    typer.echo(f"seconds each stage's calls ran, and the engine's own (fastest of {rows[0]['rounds']} alternated runs):")
+    for r in rows:
+        busy = ", ".join(f"{loop} {s:.2f}" for loop, s in r["stage_busy_s"].items())
+        typer.echo(f"  {r['placement']:<9}wall {r['wall_s']:.2f}: {busy}, engine {r['engine_s'] or 0:.2f}")
+    inline = rows[0]
+    if inline.get("overlap_bound"):
+        typer.echo(f"overlap can make inline at most {inline['overlap_bound']:.2f}x faster on {inline['overlap_cores']} "
+                   f"cores, {inline['overlap_bound_per_stage']:.2f}x with a core or device per stage "
+                   "(the busiest stage's time, with no hand-off cost)")
     metered = [r for r in rows if r["by_component"]]
     if metered:
         typer.echo("bytes through the driver per WorkUnit, out to the worker + back, and of those the thinker -> "

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import placed
 
-from omni_cli.bench.placement import placement_suite
+from omni_cli.bench.placement import placed, placement_suite
 
 
 def test_the_placement_bench_compares_the_same_audio_and_times_each_call(toy):
@@ -15,6 +14,10 @@ def test_the_placement_bench_compares_the_same_audio_and_times_each_call(toy):
         assert row["same_audio"] is True and row["audio_s_per_wall_s"] > 0
         assert row["calls"] > 0 and 0 < row["component_us"] <= row["call_us"] + 1e-9
     assert rows[0]["vs_inline"] == 1.0 and rows[1]["bytes_per_call"] == 0  # a thread copies nothing
+    for row in rows:  # each stage's calls, timed once per call: every loop ran, none longer than the run
+        assert set(row["stage_busy_s"]) == set(toy.loops) and all(0 < s <= row["wall_s"] for s in row["stage_busy_s"].values())
+    # inline ran every stage and the engine one after another, so overlap can only shorten it
+    assert rows[0]["overlap_bound_per_stage"] >= rows[0]["overlap_bound"] >= 1.0
 
 
 def _metered_run(toy, placed_executors):

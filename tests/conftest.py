@@ -22,3 +22,17 @@ os.environ.setdefault("OMNI_CARD", "qwen2_5_omni_toy")
 def toy():
     """The default card and program, compiled once (components hold no per-request state)."""
     return load("qwen2_5_omni_toy")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """Ray for real (the `ray` extra), not a mock: one local cluster for every test that asks for it
+    (tests/placement, tests/hf/test_hf_placement.py), started on first use."""
+    import logging
+
+    import ray
+
+    # logical CPUs: two sets of three 1-CPU actors must fit on a 2-core CI machine (they mostly wait)
+    ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    yield ray
+    ray.shutdown()

@@ -1,8 +1,6 @@
-"""A real local Ray, started once per test run, and each placement's executors, started once per kind."""
+"""Each placement's executors, started once per kind (Ray: the real local cluster of tests/conftest.py)."""
 
 from __future__ import annotations
-
-import logging
 
 import pytest
 
@@ -10,17 +8,6 @@ from omni_cli.engine.executors import close_executors, make_executors, placement
 from omni_cli.spec.placement import PlacementSpec, override_placement
 
 KINDS = ["thread", "process", "ray"]
-
-
-@pytest.fixture(scope="session")
-def ray_cluster():
-    """Ray for real (the `ray` extra), not a mock: one local cluster for every test that asks for it."""
-    import ray
-
-    # logical CPUs: two sets of three 1-CPU actors must fit on a 2-core CI machine (they mostly wait)
-    ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-    yield ray
-    ray.shutdown()
 
 
 def placed(program, kind: str) -> dict[str, PlacementSpec]:

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from omni_cli.engine.executors import close_executors, make_executors, placement_of
-from omni_cli.spec.placement import PlacementSpec, override_placement
-
-KINDS = ["thread", "process", "ray"]
-
-
-def placed(program, kind: str) -> dict[str, PlacementSpec]:
-    return placement_of(program, override_placement(program.card.placement, kind, list(program.components)))
+from omni_cli.bench.placement import placed
+from omni_cli.engine.executors import close_executors, make_executors
 
 
 @pytest.fixture(scope="module")

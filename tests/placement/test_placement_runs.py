@@ -8,12 +8,14 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from conftest import KINDS, placed
 
+from omni_cli.bench.placement import placed
 from omni_cli.engine import Engine, WorkUnitEvent
 from omni_cli.engine.executors import WorkerDied, make_executors
 from omni_cli.spec import SpeakRequest
 from omni_cli.spec.stream import RequestStatus
+
+KINDS = ["thread", "process", "ray"]  # beside inline (conftest.py starts each kind once per module)
 
 MIX = [
     SpeakRequest("Hello, world", seed=1),

@@ -175,9 +175,10 @@ def _render_placement(program, kinds: str, requests: int, chars: int, concurrenc
 
 
 def _carried(c: dict) -> str:
-    """Of a component's bytes: the conditioning it was sent and the hidden states it sent back."""
-    parts = [f"conditioning {c['conditioning_out_per_unit']:.0f} out"] if c["conditioning_out_per_unit"] else []
-    parts += [f"hidden {c['hidden_back_per_unit']:.0f} back"] if c["hidden_back_per_unit"] else []
+    """Of a component's bytes, the hand-off's: the talker's conditioning (or, worker to worker, the recipe
+    of it) out, the thinker's hidden states (or their handles) back."""
+    parts = [f"hand-off {c['conditioning_out_per_unit']:.0f} out"] if c["conditioning_out_per_unit"] else []
+    parts += [f"hand-off {c['hidden_back_per_unit']:.0f} back"] if c["hidden_back_per_unit"] else []
     return f" ({', '.join(parts)})" if parts else ""
 
 

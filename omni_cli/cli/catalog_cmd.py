@@ -110,7 +110,8 @@ def cards_show(name: NameArg, params: bool = typer.Option(
         elif loop.kind != "audio_decode":
             extra = ""  # the sentence kinds read neither max_tokens nor chunk_codes
         elif loop.first_chunk_codes:
-            extra = f", chunk_codes {loop.first_chunk_codes} doubling to {loop.chunk_codes}"
+            growth = "growing by playback slack" if loop.chunk_growth == "slack" else "doubling"
+            extra = f", chunk_codes {loop.first_chunk_codes} {growth} to {loop.chunk_codes}"
         else:
             extra = f", chunk_codes {loop.chunk_codes}"
         echo(f"  {lname}: {loop.kind} over {loop.component}, {units} units, prompt {loop.prompt_slot}{extra}")

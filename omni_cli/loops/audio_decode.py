@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,13 @@ class AudioState(LoopState):
     next_code: int = 0  # first code of the next chunk
     num_samples: int = 0
     stop_reason: str | None = None  # "end": every code was decoded
+    # chunk_growth slack: when the chunk in flight was planned, when the first and the latest audio came, and
+    # the seconds per code (its context included) from the audio before the last chunk to the last chunk's:
+    # the talker making its codes and the vocoder decoding them, as this request saw it
+    planned_at: float | None = None
+    first_audio_at: float | None = None
+    last_audio_at: float | None = None
+    per_code_s: float | None = None
 
 
 @register_loop_kind
@@ -56,9 +64,14 @@ class AudioDecodeLoop(Loop):
     spec: LoopSpec
     component: VocoderModel
 
+    SLACK_SHARE = 0.8  # of the audio ahead of real time, what the next chunk may spend (the talker needs some)
+    clock = staticmethod(time.perf_counter)
+
     def __init__(self, loop_id: str, spec: LoopSpec, component: VocoderModel, stage: int):
         super().__init__(loop_id, spec, component, stage)
         self.chunk_codes = spec.chunk_codes  # 0: the whole utterance as one chunk
+        # codes of context a chunk's window reads besides its own (a cost per chunk, whatever its size)
+        self.context_codes = int(getattr(component, "context_codes", component.lookahead_codes))
 
     def init(self, feed: CodesFeed, out: Channel, request: LoopRequest) -> AudioState:
         return AudioState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
@@ -89,13 +102,15 @@ class AudioDecodeLoop(Loop):
                 return Wait(state.feed.describe_wait)
             end = n
         else:
-            size = self.spec.chunk_size(state.step)
+            size = self._chunk_size(state)
             end = min(start + size, n)
             # a chunk runs once it is full and its look-ahead has arrived, or the codes are final
             if not is_final and (end - start < size or n < end + self.component.lookahead_codes):
                 state.status = LoopStatus.WAITING
                 return Wait(state.feed.describe_wait)
         state.status = LoopStatus.RUNNING
+        if self.spec.chunk_growth == "slack":
+            state.planned_at = self.clock()
         inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final)
         return WorkPlan(AUDIO_CHUNK, state.step, (self.loop_id, AUDIO_CHUNK),
                         self.component.step_bytes(end - start, start=start, is_final=is_final), inputs)
@@ -106,11 +121,30 @@ class AudioDecodeLoop(Loop):
             state.recorder.audio_chunk(inputs.start, inputs.end, int(output.samples.shape[0]), output.noise_span)
         state.out.put(AudioPiece(state.step, output.samples))
         state.num_samples += int(output.samples.shape[0])
+        if self.spec.chunk_growth == "slack" and state.planned_at is not None:
+            now = self.clock()
+            if state.first_audio_at is None and state.num_samples:
+                state.first_audio_at = now
+            if state.last_audio_at is None:  # the first chunk: its own time, over its codes and look-ahead
+                state.per_code_s = (now - state.planned_at) / (inputs.end - inputs.start + self.component.lookahead_codes)
+            else:
+                state.per_code_s = (now - state.last_audio_at) / (inputs.end - inputs.start + self.context_codes)
+            state.last_audio_at = now
         state.next_code = inputs.end
         state.step += 1
         if inputs.is_final and inputs.end == len(inputs.codes):
             self._finish(state, "end")
         return state
+
+    def _chunk_size(self, state: AudioState) -> int:
+        """Codes in the next chunk. slack: what the audio ahead of real time pays for (a player that started
+        at the first audio has `ahead` seconds left), at the last chunk's seconds per code; recomputed while
+        the chunk waits for its codes, so a chunk shrinks as its slack runs down."""
+        if self.spec.chunk_growth != "slack" or state.first_audio_at is None or state.per_code_s is None:
+            return self.spec.chunk_size(state.step)
+        ahead = state.num_samples / self.component.sample_rate - (self.clock() - state.first_audio_at)
+        affordable = int(ahead * self.SLACK_SHARE / state.per_code_s) - self.context_codes
+        return max(self.spec.chunk_size(0), min(self.chunk_codes, affordable))
 
     def _finish(self, state: AudioState, reason: str | None) -> None:
         state.status = LoopStatus.FINISHED

@@ -43,6 +43,11 @@ class LoopSpec:
     first_chunk_codes: int = bounded(
         0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes; "
         "0 = every chunk is chunk_codes")
+    # audio_decode: how chunks after the first grow. double: first_chunk_codes doubling up to chunk_codes.
+    # slack: as many codes as the audio made so far, ahead of real time, pays for at the speed the chunks
+    # before it were made (at least first_chunk_codes, at most chunk_codes): a player that starts at the first
+    # audio is not kept waiting while the machine is faster than real time, with as few chunks as that allows
+    chunk_growth: Literal["double", "slack"] = "double"
 
     def chunk_size(self, index: int) -> int:
         """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk
@@ -163,6 +168,9 @@ def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
             why = (f"must be at most chunk_codes ({loop.chunk_codes})" if loop.chunk_codes else
                    "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
             issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes", why)
+        if loop.chunk_growth == "slack" and not (loop.first_chunk_codes and loop.chunk_codes):
+            issues.add(src.line(f"{key}.chunk_growth"), f"{key}.chunk_growth",
+                       "slack needs first_chunk_codes and chunk_codes above 0 (the smallest and largest chunk)")
     written = src.value.get("loops")  # a loop left out for its own issue may still name a component
     named = {loop.get("component") for loop in written.values() if isinstance(loop, dict)
              and isinstance(loop.get("component"), str)} if isinstance(written, dict) else None

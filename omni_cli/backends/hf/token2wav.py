@@ -82,6 +82,8 @@ class HFVocoder:
         if self.future_frames % self.repeats or self.block_frames % self.repeats:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
         self.lookahead_codes = self.future_frames // self.repeats
+        # codes of context a window reads besides its chunk's own: the cost of a chunk, whatever its size
+        self.context_codes = (self.past_frames + self.future_frames) // self.repeats
         self._features: dict[str, torch.Tensor] = {}  # voice name -> its speaker-encoder output
         # the CPU convolution copies (reorders) a weight per call: the widest one is BigVGAN's first
         self._workspace = max(p.numel() * p.element_size() for p in self.bigvgan.parameters())

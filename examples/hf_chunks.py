@@ -1,0 +1,94 @@
+"""Vocoder chunk sizes, measured: the card's doubling chunks beside chunks sized by playback slack, in one run.
+
+    python -m omni_cli.backends.hf.tiny ./tiny-omni
+    python examples/hf_chunks.py ./tiny-omni [--requests 4] [--rounds 2] [--codes 200] [--largest 400]
+
+Each round runs, for each chunking in turn, `--requests` greedy chat utterances of `--codes` codes at
+concurrency 1 and at concurrency `--requests`: the shipped card's (24 codes, doubling to 96) and
+`chunk_growth: slack` (24 codes first, then what the audio ahead of real time pays for, up to
+`--largest`). It prints one JSON line per run and, per chunking, the best and worst over rounds of TTFA
+p50, latency p50, stall max, audio s per wall s and DiT windows per utterance, and the worst waveform
+SNR against one whole-utterance chunk of the same codes (the tokens are the same: greedy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+
+import numpy as np
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint")
+    parser.add_argument("--requests", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--codes", type=int, default=200)
+    parser.add_argument("--largest", type=int, default=400)
+    args = parser.parse_args()
+
+    from omni_cli.api import load
+    from omni_cli.bench import Workload, greedy_variant, run_workload
+    from omni_cli.program import compile_program
+
+    base = load("qwen2_5_omni", settings={"model_path": args.checkpoint})
+
+    def variant(**vocoder_loop):
+        card = base.card
+        loops = {name: replace(loop, **vocoder_loop) if loop.kind == "audio_decode" else loop
+                 for name, loop in card.loops.items()}
+        changed = replace(card, loops=loops)
+        changed.source, changed.located = card.source, card.located
+        program = compile_program(changed, base.program, base.settings)
+        return greedy_variant(program, {"thinker": 12, "talker": args.codes + 1}, talker_min=args.codes)
+
+    chunkings = {"double": variant(), "slack": variant(chunk_growth="slack", chunk_codes=args.largest)}
+    whole = variant(chunk_codes=0, first_chunk_codes=0)
+    windows = {name: [0] for name in chunkings}
+    for name, program in chunkings.items():  # count the vocoder's chunks: one DiT window each
+        vocoder, count = program.roles["vocoder"], windows[name]
+        run_chunks = vocoder.run
+
+        def counted(kind, inputs, run_chunks=run_chunks, count=count):
+            count[0] += len(inputs)
+            return run_chunks(kind, inputs)
+
+        vocoder.run = counted
+    work = Workload(num_requests=args.requests, text_chars=60, mode="chat")
+    reference = run_workload(whole, work, "whole", keep_outputs=True).outputs
+    figures: dict[tuple[str, str], list[dict]] = {}
+    for round_ in range(args.rounds):
+        for name, program in chunkings.items():
+            for workload in (work, replace(work, concurrency=args.requests)):
+                label = f"ours-{workload.concurrency}"
+                windows[name][0] = 0
+                result = run_workload(program, workload, label, keep_outputs=True)
+                s = result.summary()
+                row = {"round": round_, "chunks": name, "run": label, "ttfa_p50_s": s["ttfa_p50_s"],
+                       "latency_p50_s": s["latency_p50_s"], "stall_max_s": s["stall_max_s"],
+                       "audio_s_per_wall_s": s["audio_s_per_wall_s"], "windows_per_utterance":
+                       windows[name][0] / args.requests, "min_snr_db": _worst_snr(reference, result.outputs)}
+                figures.setdefault((name, label), []).append(row)
+                print(json.dumps(row), flush=True)
+    print("per chunking: best-worst over rounds")
+    for (name, label), rows in figures.items():
+        parts = [f"{key} {min(r[key] for r in rows):.3f}-{max(r[key] for r in rows):.3f}"
+                 for key in ("ttfa_p50_s", "latency_p50_s", "stall_max_s", "audio_s_per_wall_s", "windows_per_utterance")]
+        print(f"  {name:<7}{label:<8}" + "; ".join(parts) + f"; worst SNR {min(r['min_snr_db'] for r in rows):.0f} dB")
+
+
+def _worst_snr(reference, outputs) -> float:
+    worst = float("inf")
+    for ref, mine in zip(reference, outputs, strict=True):
+        if list(ref.tokens.values()) != list(mine.tokens.values()):
+            raise RuntimeError("a chunking changed the tokens: the waveforms cannot be compared")
+        noise = float(np.sum((ref.samples - mine.samples) ** 2))
+        if noise:
+            worst = min(worst, 10 * np.log10(float(np.sum(ref.samples ** 2)) / noise))
+    return worst
+
+
+if __name__ == "__main__":
+    main()

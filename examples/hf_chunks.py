@@ -1,14 +1,16 @@
-"""Vocoder chunk sizes, measured: the card's doubling chunks beside chunks sized by playback slack, in one run.
+"""Vocoder chunking, measured: variants of the shipped card's vocoder side by side, in one run.
 
     python -m omni_cli.backends.hf.tiny ./tiny-omni
-    python examples/hf_chunks.py ./tiny-omni [--requests 4] [--rounds 2] [--codes 200] [--largest 400]
+    python examples/hf_chunks.py ./tiny-omni [--requests 4] [--rounds 2] [--codes 200]
+    python examples/hf_chunks.py ./tiny-omni --variant card: --variant overlap32:bigvgan_overlap_frames=32
 
-Each round runs, for each chunking in turn, `--requests` greedy chat utterances of `--codes` codes at
-concurrency 1 and at concurrency `--requests`: the shipped card's (24 codes, doubling to 96) and
-`chunk_growth: slack` (24 codes first, then what the audio ahead of real time pays for, up to
-`--largest`). It prints one JSON line per run and, per chunking, the best and worst over rounds of TTFA
-p50, latency p50, stall max, audio s per wall s and DiT windows per utterance, and the worst waveform
-SNR against one whole-utterance chunk of the same codes (the tokens are the same: greedy).
+Each round runs, for each variant in turn, `--requests` greedy chat utterances of `--codes` codes at
+concurrency 1 and at concurrency `--requests`. A variant is NAME:KEY=VALUE,...: keys of the vocoder's
+audio_decode loop (chunk_growth, chunk_codes, first_chunk_codes) or of the vocoder's params; the default
+pair is the shipped card's doubling chunks ("double") beside `chunk_growth: slack` up to 400 codes
+("slack"). It prints one JSON line per run and, per variant, the best and worst over rounds of TTFA p50,
+latency p50, stall max, audio s per wall s and DiT windows per utterance, and the worst waveform SNR
+against one whole-utterance chunk of the same codes (the tokens are the same: greedy).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--codes", type=int, default=200)
-    parser.add_argument("--largest", type=int, default=400)
+    parser.add_argument("--variant", action="append", metavar="NAME:KEY=VALUE,...")
     args = parser.parse_args()
 
     from omni_cli.api import load
@@ -35,16 +37,22 @@ def main() -> None:
 
     base = load("qwen2_5_omni", settings={"model_path": args.checkpoint})
 
-    def variant(**vocoder_loop):
+    def variant(**changes):
         card = base.card
+        loop_keys = {"chunk_growth", "chunk_codes", "first_chunk_codes"}
+        vocoder_loop = {k: v for k, v in changes.items() if k in loop_keys}
+        params = {k: v for k, v in changes.items() if k not in loop_keys}
         loops = {name: replace(loop, **vocoder_loop) if loop.kind == "audio_decode" else loop
                  for name, loop in card.loops.items()}
-        changed = replace(card, loops=loops)
+        components = {name: replace(c, params={**c.params, **params}) if c.role == "vocoder" else c
+                      for name, c in card.components.items()}
+        changed = replace(card, loops=loops, components=components)
         changed.source, changed.located = card.source, card.located
         program = compile_program(changed, base.program, base.settings)
         return greedy_variant(program, {"thinker": 12, "talker": args.codes + 1}, talker_min=args.codes)
 
-    chunkings = {"double": variant(), "slack": variant(chunk_growth="slack", chunk_codes=args.largest)}
+    chunkings = {name: variant(**changes) for name, changes in
+                 map(_parse, args.variant or ["double:", "slack:chunk_growth=slack,chunk_codes=400"])}
     whole = variant(chunk_codes=0, first_chunk_codes=0)
     windows = {name: [0] for name in chunkings}
     for name, program in chunkings.items():  # count the vocoder's chunks: one DiT window each
@@ -77,6 +85,15 @@ def main() -> None:
         parts = [f"{key} {min(r[key] for r in rows):.3f}-{max(r[key] for r in rows):.3f}"
                  for key in ("ttfa_p50_s", "latency_p50_s", "stall_max_s", "audio_s_per_wall_s", "windows_per_utterance")]
         print(f"  {name:<7}{label:<8}" + "; ".join(parts) + f"; worst SNR {min(r['min_snr_db'] for r in rows):.0f} dB")
+
+
+def _parse(text: str) -> tuple[str, dict]:
+    name, _, rest = text.partition(":")
+    changes = {}
+    for pair in filter(None, rest.split(",")):
+        key, _, value = pair.partition("=")
+        changes[key] = int(value) if value.lstrip("-").isdigit() else value
+    return name, changes
 
 
 def _worst_snr(reference, outputs) -> float:

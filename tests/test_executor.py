@@ -1,4 +1,5 @@
-"""The Executor seam: run_batch isolates a broken request; calls in flight give the inline outputs."""
+"""The Executor seam: run_batch isolates a broken request; calls in flight give the inline outputs, one call
+per component at a time, and an output that comes back for a request ended meanwhile is dropped."""
 
 from __future__ import annotations
 
@@ -53,21 +54,22 @@ class OneThread(Executor):
     def __init__(self, component, log):
         self.component, self.log = component, log
         self.pool = ThreadPoolExecutor(1)
-        self.active = 0
+        self.pending = 0  # submitted and not yet finished (queued in the pool counts)
         self.lock = threading.Lock()
 
     def submit(self, kind, inputs) -> Future:
+        with self.lock:
+            self.pending += 1
+            self.log.append(self.pending)
+
         def call():
-            with self.lock:
-                self.active += 1
-                self.log.append(self.active)
             try:
                 start = time.perf_counter()
                 outputs = run_batch(self.component, kind, inputs)
                 return BatchOutcome(outputs, start, time.perf_counter() - start)
-            finally:
+            finally:  # before the future is done, so the engine can never see a done call still counted
                 with self.lock:
-                    self.active -= 1
+                    self.pending -= 1
         return self.pool.submit(call)
 
     def close(self):
@@ -78,7 +80,7 @@ def test_calls_in_flight_give_exactly_the_inline_outputs(toy):
     requests = [SpeakRequest(f"Sentence number {i} in flight.", seed=i, request_id=f"f{i}") for i in range(4)]
 
     def run(executors):
-        engine = Engine(toy, executors=executors)
+        engine = Engine(toy, executors=executors, max_batch=2)  # 4 requests: two batches a component each tick
         handles = [engine.submit(r, collect=True) for r in requests]
         done = [e for e in engine.events() if isinstance(e, RequestDone)]
         engine.close()
@@ -91,5 +93,57 @@ def test_calls_in_flight_give_exactly_the_inline_outputs(toy):
     threaded, engine = run({name: OneThread(c, log) for name, c in toy.components.items()})
     for a, b in zip(inline, threaded, strict=True):
         assert a.tokens == b.tokens and np.array_equal(a.samples, b.samples) and a.samples.size > 0
-    assert log and max(log) == 1  # never two calls in flight on one component
+    assert log and max(log) == 1  # never a second call submitted to a component before its first came back
     assert engine.stats.work_units == sum(sum(r.loops[k].num_steps for k in r.loops) for r in threaded)
+
+
+class HeldExecutor(Executor):
+    """Each call waits until the test lets it finish: what a slow worker looks like to the engine."""
+
+    def __init__(self, component):
+        self.component, self.held = component, []
+
+    def submit(self, kind, inputs) -> Future:
+        future: Future = Future()
+        self.held.append((future, kind, inputs))
+        return future
+
+    def finish_all(self):
+        held, self.held = self.held, []
+        for future, kind, inputs in held:
+            future.set_result(BatchOutcome(run_batch(self.component, kind, inputs), time.perf_counter(), 0.0))
+
+
+def test_a_request_cancelled_while_its_step_is_in_flight_is_not_advanced_by_that_step():
+    from scripted_engine import ScriptedComponent, ScriptedLoop, drain, scripted_program
+
+    class Watched(ScriptedLoop):
+        def __init__(self, component):
+            super().__init__(component, steps=3)
+            self.after_end: list[str] = []
+
+        def advance(self, state, plan, output):
+            if state.request_id in self.aborted:
+                self.after_end.append(state.request_id)
+            return super().advance(state, plan, output)
+
+    component = ScriptedComponent()
+    loop = Watched(component)
+    program = scripted_program(loop)
+    program.components, program.roles = {"scripted": component}, {"scripted": component}
+    executor = HeldExecutor(component)
+    engine = Engine(program, executors={"scripted": executor})
+    # the held call comes back just after the cancel is reaped, within the same tick
+    engine.subscribe(lambda e: executor.finish_all() if e.event == "request" and e.phase == "cancelled" else None)
+    handles = [engine.submit(SpeakRequest("x", request_id=f"q{i}")) for i in range(2)]
+    engine.step()  # both requests' first step goes out as one call, and is held
+    assert len(executor.held) == 1 and engine.budget.reserved > 0
+    handles[1].cancel()
+    engine.step()  # reaps the cancel while the call is in flight, then folds the call
+    while not engine.is_idle:
+        engine.step()
+        executor.finish_all()
+    done = {e.request_id: e.status for e in drain(engine) if isinstance(e, RequestDone)}
+    assert done == {"q0": RequestStatus.FINISHED, "q1": RequestStatus.CANCELLED}
+    assert loop.aborted == ["q1"] and loop.after_end == []  # its held step's output was dropped, not folded
+    assert engine.budget.reserved == 0

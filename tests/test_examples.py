@@ -57,3 +57,16 @@ def test_replicas_wall_runs_both_and_finds_the_same_files():
                           capture_output=True, text=True, env=ENV, timeout=180)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].endswith("same files: yes"), done.stdout
+
+
+def test_engine_parts_names_each_loop_kind_of_the_card_at_both_concurrencies():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "engine_parts.py")], capture_output=True, text=True,
+                          env=ENV, timeout=300)
+    assert done.returncode == 0, done.stderr
+    kinds = sorted({type(loop).kind for loop in load("qwen2_5_omni_toy").loops.values()})
+    blocks = done.stdout.split("concurrency ")[1:]
+    assert [b.split(":")[0] for b in blocks] == ["1", "8"]
+    for block in blocks:
+        labels = [line.rsplit(None, 2)[0].strip() for line in block.splitlines()[1:]]
+        assert labels == ["schedule (loop next() included)", *(f"{k}.next" for k in kinds),
+                          *(f"{k}.advance_many" for k in kinds), "the rest (reserve, fold, events, stats)"]

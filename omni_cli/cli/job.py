@@ -84,7 +84,7 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
     def open_trace() -> TraceWriter:
         writer = TraceWriter(job.trace_path, job.plan.force)
         writer.write(run_record(engine, job.model.card, job.model.program, job.model.settings,
-                                request_fields(job.request)))
+                                request_fields(job.request), job.model.placement))
         return writer
 
     trace = None

@@ -113,3 +113,21 @@ def test_the_default_is_one_thread_per_component_and_generate_gets_the_count_it_
     finally:
         hook.remove()
     assert seen == {3}
+
+
+def test_the_run_record_says_the_count_a_placed_worker_gets_from_its_placement(tmp_path, tiny_checkpoint,
+                                                                                monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    path = _card(tmp_path, {"talker": 3}, card=4)
+    spec = yaml.safe_load(path.read_text())
+    spec["placement"] = {"vocoder": {"executor": "process", "num_threads": 2},
+                         "talker": {"executor": "process", "num_threads": 2}}
+    path.write_text(yaml.safe_dump(spec))
+    program = load(str(path), settings={"model_path": str(tiny_checkpoint)})
+    engine = Engine(program)  # the record reads the placement; no worker needs to start for it
+    placed = run_record(engine, str(path), None, {}, {})["threads"]
+    assert placed == {"thinker": {"count": 4, "source": "card params"},  # inline: the card's
+                      "talker": {"count": 3, "source": "component params"},  # its own count wins in the worker too
+                      "vocoder": {"count": 2, "source": "placement (process worker)"}}
+    inline = run_record(engine, str(path), None, {}, {}, placement="inline")["threads"]
+    assert inline == program.threads() and inline["vocoder"] == {"count": 4, "source": "card params"}

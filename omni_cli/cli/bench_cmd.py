@@ -14,7 +14,9 @@ and one ten times longer, concurrency 1 vs N — and prints each target as a rat
 run. With --reference (an hf card and its --model-path) it instead runs chat-mode utterances of
 --codes codec tokens through our engine (greedy, streaming) and through Hugging Face `generate`
 one request after another on the same checkpoint, checks that both make the same tokens, and
-prints our figures beside generate's.
+prints our figures beside generate's and issue 19's targets beside the ratios of this run. On hf cards
+it first says the torch intra-op threads each component ran with and where each count came from
+(`generate` gets the widest component's).
 
 "stall max" is the longest a player that starts at a request's first audio and plays in real time
 would have waited for a chunk, over all requests (0: no gap; chunks are timed when the engine

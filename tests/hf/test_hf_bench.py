@@ -30,3 +30,31 @@ def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_rati
     throughput = rows["audio s per wall s, ours-2 / generate one by one"]
     assert throughput["value"] == pytest.approx(s["ours-2"]["audio_s_per_wall_s"] / s["generate"]["audio_s_per_wall_s"])
     assert rows["requests whose tokens and codes equal generate's (ours-2)"]["met"] is True
+
+
+def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_verdict(tiny_checkpoint):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"} | {"PYTHONPATH": str(root)}
+    argv = [sys.executable, "-m", "omni_cli.cli", "bench", "--card", "qwen2_5_omni", "--model-path",
+            str(tiny_checkpoint), "--reference", "--requests", "2", "--concurrency", "2", "--codes", "30",
+            "--chars", "10", "--no-processes"]
+    table = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0] == ("intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default); "
+                        "generate 1")
+    for target, goal in [("TTFA p50, generate / ours", ">= 10x"), ("latency p50, ours / generate", "<= 1.05x"),
+                         ("audio s per wall s, ours-2 / generate", ">= 3x"),
+                         ("requests whose tokens and codes equal generate's (ours-2)", "2 of 2")]:
+        row = next(line for line in lines if target in line)
+        assert goal in row and any(verdict in row for verdict in ("yes", "NO"))
+    records = [json.loads(line) for line in subprocess.run(argv + ["--json"], capture_output=True, text=True,
+                                                           env=env, cwd=root, timeout=600).stdout.splitlines()]
+    assert records[-1] == {"threads": {name: {"count": 1, "source": "default"}
+                                       for name in ("thinker", "talker", "vocoder")}, "generate_threads": 1}

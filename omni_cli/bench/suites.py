@@ -82,7 +82,7 @@ def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_
              for name, loop in card.loops.items()}
     components = {name: replace(comp, params={**comp.params, "min_new_tokens": talker_min}) if comp.role == "talker"
                   else comp for name, comp in card.components.items()}
-    variant = replace(card, loops=loops, components=components, params={**card.params, "match_hf_generate_5_24": True})
+    variant = replace(card, loops=loops, components=components, params={**card.params, "codec_bos_pad_in_prefill": False})
     variant.source, variant.located = card.source, card.located
     return compile_program(variant, program.program, program.settings)
 

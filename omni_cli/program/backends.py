@@ -27,5 +27,5 @@ def settings_schema(backend: str) -> type:
 
 def weight_bytes(backend: str, card, params: dict) -> int | None:
     """Bytes of weights the backend will draw for these params, or None when they come from a checkpoint."""
-    estimate = getattr(importlib.import_module(_PARAMS[backend]), "weight_bytes", None)
+    estimate = importlib.import_module(_PARAMS[backend]).weight_bytes  # None: the weights are a checkpoint's
     return None if estimate is None else estimate(card, params)

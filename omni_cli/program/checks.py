@@ -85,7 +85,7 @@ def component_params(card: CardSpec, issues: IssueList | None = None) -> dict[st
                 found.extend(exc.issues)
                 continue
             # rules between fields (e.g. heads dividing the width), declared by the schema itself
-            for field_name, message in getattr(out[name], "problems", lambda: [])():
+            for field_name, message in out[name].problems():
                 found.add(card.line(f"{key}.{field_name}"), f"{key}.{field_name}", message)
     if issues is None:
         found.raise_if_any()

@@ -25,6 +25,14 @@ def bounded(default: Any = dataclasses.MISSING, *, min: float | None = None, max
     return dataclasses.field(default=default, metadata=meta)
 
 
+class ParamsSchema:
+    """Base of a backend's component params dataclasses: `problems()` gives the rules between fields
+    as (field, message) pairs, checked after each field is (e.g. heads dividing the width); none by default."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        return []
+
+
 @dataclasses.dataclass(frozen=True)
 class FieldDoc:
     """One key a schema accepts, as `omni cards show --params` lists it."""

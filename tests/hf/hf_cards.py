@@ -15,7 +15,7 @@ def greedy_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max
     talker prefill, short caps; chunk_codes 0 = one whole-utterance chunk (what generate computes).
     vocoder: params over the card's (e.g. {"dit_num_steps": 4} where ours is only compared with ours)."""
     card = yaml.safe_load((ROOT / "cards" / "qwen2_5_omni.yaml").read_text())
-    card["params"]["match_hf_generate_5_24"] = True
+    card["params"]["codec_bos_pad_in_prefill"] = False
     loops = card["loops"]
     loops["thinker_decode"]["max_tokens"] = thinker_max
     loops["talker_decode"]["max_tokens"] = talker_max

@@ -26,16 +26,16 @@ def _issues(settings):
 
 
 def test_settings_are_validated_strictly_and_all_at_once():
-    issues = _issues({"model_path": "x", "dtype": "int8", "devcie": "cpu", "match_hf_generate_5_24": "yes"})
-    assert [k for k, _ in issues] == ["devcie", "dtype", "match_hf_generate_5_24"]
-    assert "unknown key (expected one of: attn_implementation, device, dtype" in issues[0][1]
+    issues = _issues({"model_path": "x", "dtype": "int8", "devcie": "cpu", "codec_bos_pad_in_prefill": "yes"})
+    assert [k for k, _ in issues] == ["devcie", "dtype", "codec_bos_pad_in_prefill"]
+    assert "unknown key (expected one of: attn_implementation, codec_bos_pad_in_prefill, device, dtype" in issues[0][1]
     assert issues[1][1] == "expected one of 'float32' | 'bfloat16' | 'float16', got 'int8'"
     assert issues[2][1] == "expected true/false, got string"
     assert _issues({}) == [("model_path", "the hf backend needs a checkpoint directory: pass --model-path DIR")]
     assert _issues({"model_path": "x", "num_threads": True}) == [("num_threads", "expected integer, got true/false")]
     assert _issues({"model_path": "x", "num_threads": 5000}) == [("num_threads", "must be at most 4096, got 5000")]
     settings = HFParams.from_settings({"model_path": "/m", "device": "cuda:1"})
-    assert (settings.dtype, settings.device, settings.match_hf_generate_5_24) == ("float32", "cuda:1", False)
+    assert (settings.dtype, settings.device, settings.codec_bos_pad_in_prefill) == ("float32", "cuda:1", True)
 
 
 def test_component_params_are_bounded_dataclasses():
@@ -85,6 +85,14 @@ def test_components_describe_themselves(parts):
     assert talker.code_of(121) is None and talker.code_of(122) is None and talker.code_of(124) == 124
 
 
+# `Qwen2_5OmniForConditionalGeneration.generate` (5.24) runs:
+# - thinker: the thinker's generation config, which for Qwen2.5-Omni checkpoints has no processors:
+#   greedy argmax unless `thinker_do_sample=True` is passed.
+# - talker: repetition penalty 1.05 over the talker's whole id sequence (prefill codec ids included),
+#   then codec BOS suppressed (-inf); with `talker_do_sample=True` (its default) then temperature 0.9,
+#   top-k 40, top-p 0.8 and a multinomial draw. With `talker_do_sample=False` the penalty and the
+#   suppression still apply before the argmax. `omni_cli.loops.sampling.Sampler` applies the same
+#   float32 penalty and masks suppressed ids (checked against transformers' processors below).
 def test_our_sampler_processes_logits_as_transformers_generate_does():
     import torch
     from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor, SuppressTokensLogitsProcessor

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...spec import Located, SpecError, SpecIssue
-from ...spec.schema import bounded, load_dataclass
+from ...spec.schema import ParamsSchema, bounded, load_dataclass
 
 # Qwen2.5-Omni only produces speech when the system prompt is exactly this one (model card).
 QWEN_OMNI_SYSTEM_PROMPT = (
@@ -16,7 +16,7 @@ QWEN_OMNI_SYSTEM_PROMPT = (
 
 
 @dataclass
-class ComponentParams:
+class ComponentParams(ParamsSchema):
     num_threads: int = bounded(0, min=0, max=4096, doc="torch intra-op CPU threads of this component's calls; "
                                "0: OMP_NUM_THREADS if set, else the card's params.num_threads (backends/hf/threads.py)")
 
@@ -44,7 +44,6 @@ class VocoderParams(ComponentParams):
     bigvgan_overlap_frames: int = bounded(
         40, min=0, max=4096, doc="mel frames BigVGAN re-reads from the previous chunk; half trimmed on each inner edge"
     )
-    noise_seed: int = bounded(0, min=0, max=2**63 - 1, doc="seed of the DiT noise when the request gives none")
     bigvgan_batch_frames: int = bounded(
         640, min=1, max=1 << 20, doc="most mel frames in one batched BigVGAN call: past a few hundred, a CPU "
         "batch costs more per request than the requests one by one (omni bench shows it)")
@@ -69,8 +68,9 @@ class HFParams:
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"  # thinker/talker; token2wav runs in float32
     device: str = "cpu"  # torch device: cpu, cuda or cuda:N
     attn_implementation: Literal["sdpa", "eager"] = "sdpa"  # transformers attention kernel
-    # skip the codec BOS/PAD embeddings in the talker prefill, as transformers 5.24 generate does
-    match_hf_generate_5_24: bool = False
+    # add the codec PAD/BOS embeddings to the talker prefill's last two positions, as Qwen's released
+    # inference does; false skips them, as transformers 5.x generate does (to compare like with like)
+    codec_bos_pad_in_prefill: bool = True
     num_threads: int = bounded(0, min=0, max=4096, doc="torch intra-op CPU threads of each component without "
                                "its own when OMP_NUM_THREADS is not set; 0: 1 (measured: backends/hf/threads.py)")
 
@@ -85,3 +85,4 @@ class HFParams:
 
 
 SETTINGS = HFParams  # what the compiler checks the card's `params` and the command line against
+weight_bytes = None  # the weights are the checkpoint's: nothing to estimate from the card

@@ -11,7 +11,7 @@
 # released inference (transformers 4.5x, whose generate kept the mask) therefore always added them;
 # 5.x `generate` drops an all-ones mask, so 5.24 skips them for every unpadded request, and the
 # first codec token (the last prefill position's output) is then predicted without its BOS. Adding
-# them is the default here; `match_hf_generate_5_24: true` skips them to compare like with like.
+# them is the default here; `codec_bos_pad_in_prefill: false` skips them to compare like with like.
 
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ from omni_cli.backends.hf.ar import (
 )
 from omni_cli.backends.hf.loading import Loaded
 from omni_cli.backends.hf.params import HFParams, TalkerParams
-from omni_cli.backends.hf.processing import TALKER_GENERATE_DEFAULTS
 from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 
 
@@ -62,7 +61,7 @@ class HFTalker:
         self.dtype = loaded.dtype
         self.config = self.module.config
         self._voices = loaded.voices
-        self.add_codec_bos_pad = not settings.match_hf_generate_5_24
+        self.add_codec_bos_pad = settings.codec_bos_pad_in_prefill
         self.max_new_tokens = params.max_new_tokens
         self.min_new_tokens = params.min_new_tokens
         cfg = self.config
@@ -87,10 +86,6 @@ class HFTalker:
 
     def voices(self) -> list[str]:
         return self._voices.names()
-
-    def generation_defaults(self) -> dict[str, object]:
-        """What `generate` applies to the talker unless told otherwise (its keyword defaults)."""
-        return dict(TALKER_GENERATE_DEFAULTS)
 
     # ---- hand-off ----
     def _reply_vector(self, items: Sequence[ARItem], k: int, is_closed: bool) -> torch.Tensor | None:

@@ -57,17 +57,6 @@ class HFThinker:
             raise ValueError("the checkpoint names no thinker EOS token and its tokenizer has no <|im_end|>")
         return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
 
-    def generation_defaults(self) -> dict[str, object]:
-        """What `generate` applies to the thinker unless told otherwise: its generation config."""
-        cfg = self.module.generation_config
-        return {
-            "do_sample": bool(cfg.do_sample),
-            "temperature": cfg.temperature,
-            "top_k": cfg.top_k,
-            "top_p": cfg.top_p,
-            "repetition_penalty": cfg.repetition_penalty or 1.0,
-        }
-
     # ---- ThinkerModel ----
     def encode(self, text: str, mode: str) -> ThinkerPrompt:
         return self.prompts.encode(text, mode)

@@ -112,7 +112,7 @@ def _build(directory: Path) -> Path:
     model.save_pretrained(directory)
 
     # the thinker, run greedily through our own components, picks its EOS
-    settings = {"model_path": str(directory), "match_hf_generate_5_24": True}
+    settings = {"model_path": str(directory), "codec_bos_pad_in_prefill": False}
     parts = build(None, {}, settings)
     ids = parts["thinker"].encode(PROMPT, "chat").prefill_ids
     model.speaker_map = spk

@@ -77,7 +77,6 @@ class HFVocoder:
         self.past_frames = params.chunk_past_frames
         self.future_frames = params.chunk_future_frames
         self.overlap_frames = params.bigvgan_overlap_frames
-        self.default_seed = params.noise_seed
         self.bigvgan_batch_frames = params.bigvgan_batch_frames
         if self.future_frames % self.repeats or self.block_frames % self.repeats:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
@@ -100,7 +99,7 @@ class HFVocoder:
     def new_state(self, voice: str | None, seed: int | None = None) -> VocoderState:
         entry = self._voices.get(voice)
         placed = Voice(entry.name, entry.bos_token, entry.cond.to(self.device), entry.ref_mel.to(self.device))
-        generator = torch.Generator().manual_seed(self.default_seed if seed is None else seed)
+        generator = torch.Generator().manual_seed(0 if seed is None else seed)  # the engine always gives the request's
         return VocoderState(voice=placed, generator=generator, noise=torch.empty(1, 0, self.mel_dim))
 
     def weight_bytes(self) -> int:

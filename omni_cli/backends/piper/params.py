@@ -5,23 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ...spec.schema import bounded
+from ...spec.schema import ParamsSchema, bounded
 
 
 @dataclass
-class PhonemizerParams:
+class PhonemizerParams(ParamsSchema):
     language: Literal["en_US"] = "en_US"  # gruut-lang-en; the voice is US English
 
 
 @dataclass
-class AcousticParams:
+class AcousticParams(ParamsSchema):
     # The voice's config suggests noise_scale 0.667 and noise_w 0.8; the card states what it uses.
     noise_scale: float = bounded(0.667, min=0.0, max=2.0, doc="spread of the latent frames, 0 = their mean")
     noise_w: float = bounded(0.8, min=0.0, max=2.0, doc="spread of the phoneme durations, 0 = their mean")
 
 
 @dataclass
-class DecoderParams:
+class DecoderParams(ParamsSchema):
     chunk_frames: int = bounded(128, min=1, max=4096, doc="frames per chunk (256 samples each)")
     first_chunk_frames: int = bounded(16, min=1, max=4096, doc="frames of a request's first chunk, doubling up to chunk_frames")
     context_frames: int = bounded(8, min=0, max=256, doc="frames decoded on each side of a chunk and thrown away")
@@ -40,3 +40,4 @@ PARAMS = {"phonemizer": PhonemizerParams, "acoustic": AcousticParams, "vocoder":
 class PiperSettings:
     num_threads: int = bounded(0, min=0, max=256, doc="onnxruntime threads per component, 0 = one per core")
 SETTINGS = PiperSettings
+weight_bytes = None  # the weights are the voice file's: nothing to estimate from the card

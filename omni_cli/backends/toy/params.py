@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...spec.schema import bounded
+from ...spec.schema import ParamsSchema, bounded
 
 
 def _head_problems(d_model: int, num_heads: int) -> list[tuple[str, str]]:
@@ -15,7 +15,7 @@ def _head_problems(d_model: int, num_heads: int) -> list[tuple[str, str]]:
 
 
 @dataclass
-class ThinkerParams:
+class ThinkerParams(ParamsSchema):
     d_model: int = bounded(64, min=8, max=1024)
     num_layers: int = bounded(2, min=1, max=16)
     num_heads: int = bounded(4, min=1, max=32)
@@ -26,7 +26,7 @@ class ThinkerParams:
 
 
 @dataclass
-class TalkerParams:
+class TalkerParams(ParamsSchema):
     d_model: int = bounded(64, min=8, max=1024)
     num_layers: int = bounded(2, min=1, max=16)
     num_heads: int = bounded(4, min=1, max=32)
@@ -43,7 +43,7 @@ class TalkerParams:
 
 
 @dataclass
-class VocoderParams:
+class VocoderParams(ParamsSchema):
     hidden: int = bounded(48, min=4, max=1024)
     num_layers: int = bounded(3, min=1, max=16)
     kernel_codes: int = bounded(3, min=1, max=16, doc="codes each conv layer sees on its left, itself included")

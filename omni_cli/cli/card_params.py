@@ -56,11 +56,10 @@ def _applies(d: FieldDoc, kind: str) -> bool:
     return not sep or " " in named or named == kind
 
 
-def render(rows: list[tuple[str, str, str, str]]) -> list[str]:
-    """Aligned columns, the doc last and unpadded."""
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return [("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[3]).rstrip()
-            for row in rows]
+def as_param_block(row: tuple[str, ...]) -> list[str]:
+    """A row on a terminal too narrow for the table: `key = value`, then what it accepts and does."""
+    key, value, accepts, doc = row
+    return [f"{key} = {value}", f"accepts {accepts}", *([doc] if doc else [])]
 
 
 def _shown(value: Any) -> str:

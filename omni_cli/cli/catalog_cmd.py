@@ -35,11 +35,13 @@ def say(text: str) -> None:
     typer.echo("\n".join(inert(part) for part in str(text).split("\n")))
 
 
-def columns(rows: list[tuple[str, ...]]) -> None:
+def columns(rows: list[tuple[str, ...]], indent: str = "", block=None) -> None:
+    """Rows of file text, made inert, fitted to the terminal (one line per row to a pipe)."""
+    from .fit import as_block, fit_columns, terminal_width
+
     rows = [tuple(inert(c) for c in row) for row in rows]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1])
+    for line in fit_columns(rows, terminal_width(), indent, block or as_block):
+        typer.echo(line)
 
 
 @cards.command("list")
@@ -84,11 +86,10 @@ def cards_show(name: NameArg, params: bool = typer.Option(
     path = resolve("cards", name)
     card = load_card_file(str(path))
     if params:
-        from .card_params import param_rows, render
+        from .card_params import as_param_block, param_rows
 
-        say(f"{card.model}  ({path}): the keys it may set (value here, what it accepts, what it does)")
-        for line in render(param_rows(card)):
-            say("  " + line)
+        say(f"{card.model}  ({path})\nkeys it may set (value, accepts, does):")
+        columns(param_rows(card), indent="  ", block=as_param_block)
         return
     echo = say
     echo(f"{card.model}  ({path})\n  {card.description}")

@@ -56,11 +56,12 @@ def test_every_param_a_component_accepts_is_listed(path):
         assert listed == {f"components.{name}.params.{f.name}" for f in dataclasses.fields(schema)}
 
 
-def test_the_command_prints_a_line_per_key_with_its_doc(omni):
+def test_the_command_prints_a_line_per_key_with_its_doc(omni, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # to a pipe: one line per key (a terminal fits them: test_fit_columns)
     result = omni("cards", "show", "qwen2_5_omni_toy", "--params")
     assert result.exit_code == 0 and result.stderr == ""
     lines = result.stdout.splitlines()
-    assert len(lines) == 1 + len(param_rows(load_card_file(str(ROOT / "cards" / "qwen2_5_omni_toy.yaml"))))
+    assert len(lines) == 2 + len(param_rows(load_card_file(str(ROOT / "cards" / "qwen2_5_omni_toy.yaml"))))
     chunk = next(line for line in lines if line.split()[0] == "loops.vocoder.chunk_codes")
     assert chunk.split()[1:4] == ["10", "0", "to"] and "codes per chunk" in chunk
 

@@ -1,0 +1,57 @@
+"""Columns that fit the terminal: the last column wraps under itself; rows too wide for that become blocks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import textwrap
+from collections.abc import Callable
+
+GAP = "  "
+MIN_LAST = 24  # narrower than this, a wrapped last column reads worse than a block per row
+
+
+def terminal_width() -> int | None:
+    """The width to fit: the terminal's (COLUMNS first), or None for a pipe or file (one line per row)."""
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return max(shutil.get_terminal_size().columns, 20)
+    return None
+
+
+def as_block(row: tuple[str, ...]) -> list[str]:
+    """A row as a block: its first cell, then the rest on one line."""
+    return [row[0], GAP.join(cell for cell in row[1:] if cell)]
+
+
+def fit_columns(rows: list[tuple[str, ...]], width: int | None, indent: str = "",
+                block: Callable[[tuple[str, ...]], list[str]] = as_block) -> list[str]:
+    """Aligned columns, each row's last cell unpadded, one line per row without a width.
+
+    With a width, the last cell wraps onto lines indented to its column. When the other columns alone
+    leave it less than MIN_LAST and some row does not fit, every row becomes a block (`block(row)`:
+    a heading line, then lines wrapped beneath it, indented four), so a table is never half one
+    layout and half the other.
+    """
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lead = len(indent) + sum(widths) + len(GAP) * len(widths)
+    fits = width is None or all(lead + len(row[-1]) <= width for row in rows)
+    if not fits and width - lead < MIN_LAST:
+        return [line for row in rows for line in _block(block(row), width, indent)]
+    lines: list[str] = []
+    for row in rows:
+        head = indent + GAP.join(c.ljust(w) for c, w in zip(row, widths, strict=False))
+        wrapped = [row[-1]] if fits else (textwrap.wrap(row[-1], width - lead) or [""])
+        lines.append((head + GAP + wrapped[0]).rstrip())
+        lines.extend(" " * lead + more for more in wrapped[1:])
+    return lines
+
+
+def _block(parts: list[str], width: int, indent: str) -> list[str]:
+    inner = indent + "    "
+    lines = textwrap.wrap(parts[0], width - len(indent), initial_indent=indent, subsequent_indent=inner)
+    for part in parts[1:]:
+        lines.extend(textwrap.wrap(part, width - len(inner), initial_indent=inner, subsequent_indent=inner))
+    return lines

@@ -1,0 +1,56 @@
+"""Lists fit the terminal: `cards list`, `programs list` and `cards show --params` at 40 to 140 columns."""
+
+from __future__ import annotations
+
+import pytest
+
+from omni_cli.cli.fit import fit_columns
+
+ROWS = [("short", "a", "a last cell that is long enough to need wrapping on a narrow terminal, surely"),
+        ("a.much.longer.first.cell", "bb", "brief")]
+
+
+def words(lines: list[str]) -> list[str]:
+    return " ".join(lines).split()
+
+
+@pytest.mark.parametrize("width", [30, 50, 80, 200])
+def test_every_line_fits_and_no_word_is_lost_or_reordered(width):
+    lines = fit_columns(ROWS, width)
+    assert all(len(line) <= width for line in lines), lines
+    assert words(lines) == words([" ".join(row) for row in ROWS])
+
+
+def test_without_a_width_each_row_is_one_line():
+    assert fit_columns(ROWS, None) == [
+        "short                     a   a last cell that is long enough to need wrapping on a narrow terminal, surely",
+        "a.much.longer.first.cell  bb  brief",
+    ]
+
+
+def test_a_narrow_table_is_blocks_throughout_never_half_and_half():
+    lines = fit_columns(ROWS, 40)
+    assert lines[0] == "short" and "a.much.longer.first.cell" in lines
+    assert all(line.startswith("    ") for line in lines if line not in ("short", "a.much.longer.first.cell"))
+
+
+def test_a_wide_enough_table_wraps_its_last_column_under_itself():
+    lines = fit_columns(ROWS, 60)
+    lead = len("a.much.longer.first.cell  bb  ")
+    assert lines[0].startswith("short") and lines[0][lead:].startswith("a last cell")
+    assert lines[1].startswith(" " * lead) and len(lines) > len(ROWS)
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 140])
+@pytest.mark.parametrize("args", [("cards", "list"), ("programs", "list"),
+                                  ("cards", "show", "qwen2_5_omni", "--params"),
+                                  ("cards", "show", "qwen2_5_omni_toy", "--params")])
+def test_the_catalog_commands_fit(omni, monkeypatch, width, args):
+    monkeypatch.setenv("COLUMNS", str(width))
+    result = omni(*args)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    if "--params" in args:
+        assert lines[1].startswith("keys it may set")
+        lines = lines[1:]  # the first names the card's file: a path is not wrapped
+    assert lines and all(len(line) <= width for line in lines), [line for line in lines if len(line) > width]

@@ -26,7 +26,7 @@ hands them out, after the tick that made them).
   omni bench
   omni bench --requests 16 --concurrency 8 --json
   python -m omni_cli.backends.hf.tiny ./tiny-omni   # a tiny random checkpoint
-  omni bench --card qwen2_5_omni --model-path ./tiny-omni --reference --no-processes
+  omni bench -c qwen2_5_omni --model-path ./tiny-omni --reference
 """
 
 

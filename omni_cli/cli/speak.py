@@ -18,36 +18,43 @@ HELP = """Speak TEXT (or stdin lines) through the card's cascade, writing audio 
   omni speak "Hello" -o - | aplay          # streaming WAV to a pipe
 
 \b
-Input: TEXT, or `-` (or no TEXT with a pipe on stdin): one utterance per non-empty
-line, each started as soon as its line arrives.
+Input: TEXT, or `-` (or no TEXT with a pipe on stdin): one utterance per
+non-empty line, each started as soon as its line arrives.
 \b
 Output: `-o FILE` (.wav, .raw, .flac); several lines go into the one file in
-input order. A WAV's header is rewritten after every chunk and a raw file has
-none, so a reader mid-run, or a run killed even by SIGKILL, sees every sample so
-far. A FLAC is complete once the run ends (Ctrl-C and SIGTERM included); read
-mid-run, or left by SIGKILL, it is not promised to be readable.
+input order. A WAV's header is rewritten after every chunk and a raw file
+has none, so a reader mid-run, or a run killed even by SIGKILL, sees every
+sample so far. A FLAC is complete once the run ends (Ctrl-C and SIGTERM
+included); read mid-run, or left by SIGKILL, it is not promised to be
+readable.
 `-o DIR/` or `--out-dir DIR`: one file per utterance, DIR/0001.wav for the
 first non-empty line, 0002.wav for the next.
 `-o -`: audio on stdout, a WAV with an unknown-length header, or with
-`--format raw` headerless s16le mono PCM at the card's rate: 22050 Hz for the
-default voice (piper_joe), 24000 Hz for the Qwen2.5-Omni cards (--json says it):
+`--format raw` headerless s16le mono PCM at the card's rate: 22050 Hz for
+the default voice (piper_joe), 24000 Hz for the Qwen2.5-Omni cards (--json
+says it):
   omni speak "Hi" -o - --format raw | aplay -f S16_LE -r 22050 -c 1
-  omni speak "Hi" -o - --format raw | sox -t raw -r 22050 -e signed -b 16 -c 1 - out.wav
-Existing files are not overwritten without --force. Without -o the audio is not kept.
+  omni speak "Hi" -o - --format raw |
+    sox -t raw -r 22050 -e signed -b 16 -c 1 - out.wav
+Existing files are not overwritten without --force. Without -o the audio is
+not kept.
 \b
-Stdout carries the audio with `-o -`; otherwise the thinker's text, or with --json
-one JSON object per utterance (text, path, duration_s, ttfa_s, work_units, status,
-reason). The live view and errors go to stderr. A closed stdout pipe exits quietly
-with 141. A run that stops early says why (`stopped: disk full`, `stdout closed`,
-`interrupted`); the utterances it cut off have status "stopped" and that reason.
+Stdout carries the audio with `-o -`; otherwise the thinker's text, or with
+--json one JSON object per utterance (text, path, duration_s, ttfa_s,
+work_units, status, reason). The live view and errors go to stderr. A closed
+stdout pipe exits quietly with 141. A run that stops early says why
+(`stopped: disk full`, `stdout closed`, `interrupted`); the utterances it
+cut off have status "stopped" and that reason.
 \b
-No silent empty results: stdin with only blank lines is bad input (exit 2). An
-utterance that ends with no audio (status "no_audio", reason) exits 1 unless
---allow-no-audio; a file this run made that got no audio is removed, and the
-summary says so (with --allow-no-audio an empty file is kept when the run ends well).
+No silent empty results: stdin with only blank lines is bad input (exit 2).
+An utterance that ends with no audio (status "no_audio", reason) exits 1
+unless --allow-no-audio; a file this run made that got no audio is removed,
+and the summary says so (with --allow-no-audio an empty file is kept when
+the run ends well).
 \b
-Exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 130 SIGINT, 141 stdout
-closed, 143 SIGTERM. On SIGINT/SIGTERM every file is finalized with the audio so far.
+Exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 130 SIGINT, 141
+stdout closed, 143 SIGTERM. On SIGINT/SIGTERM every file is finalized with
+the audio so far.
 """
 
 

@@ -19,7 +19,7 @@ HELP = """Step timelines: one lane per loop, a bar per WorkUnit, and summary row
 \b
   omni trace "Hello, world"                  run it and draw the timeline
   omni speak "Hello" -o hi.wav --trace t.jsonl && omni trace show t.jsonl
-  omni trace export t.jsonl --chrome -o t.json   then open t.json in ui.perfetto.dev
+  omni trace export t.jsonl --chrome -o t.json   # open it in ui.perfetto.dev
 
 `omni trace TEXT` is short for `omni trace run TEXT`.
 """

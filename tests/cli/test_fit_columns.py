@@ -54,3 +54,15 @@ def test_the_catalog_commands_fit(omni, monkeypatch, width, args):
         assert lines[1].startswith("keys it may set")
         lines = lines[1:]  # the first names the card's file: a path is not wrapped
     assert lines and all(len(line) <= width for line in lines), [line for line in lines if len(line) > width]
+
+
+HELP_PAGES = [(), ("speak",), ("trace",), ("trace", "show"), ("trace", "export"), ("bench",), ("serve",),
+              ("rollout",), ("rollout", "score"), ("cards", "show"), ("cards", "validate"), ("programs", "show")]
+
+
+@pytest.mark.parametrize("command", HELP_PAGES, ids=[" ".join(c) or "omni" for c in HELP_PAGES])
+def test_every_help_page_fits_80_columns(omni, monkeypatch, command):
+    monkeypatch.setenv("COLUMNS", "80")
+    result = omni(*command, "--help")
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if len(line) > 80] == []

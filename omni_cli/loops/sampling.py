@@ -31,6 +31,11 @@ class Sampler:
         self.suppressed = sorted(suppressed)
         self.suppressed_and_eos = sorted(set(suppressed) | set(eos))
         self._masks: dict[tuple[int, bool], np.ndarray] = {}  # additive: 0 or -inf, per vocab size
+        # the settings as the per-step code reads them (each draw is on the engine's thread: issue 11)
+        self._penalty = params.repetition_penalty
+        # float32 logits times a Python float multiply in float32 (NEP 50): the same as times this float32
+        self._scale = np.float32(1.0 / params.temperature) if params.temperature != 0.0 else None  # None: greedy
+        self._top_k, self._top_p = params.top_k, params.top_p
 
     def _mask(self, size: int, allow_eos: bool) -> np.ndarray:
         key = (size, allow_eos)
@@ -52,17 +57,15 @@ class Sampler:
     def distribution(self, logits: Sequence[np.ndarray], histories: Sequence[Sequence[int]],
                      allow_eos: Sequence[bool]) -> Drawn:
         """The rows the tokens are drawn from: penalty, masks, temperature, top-k, top-p, row by row."""
+        if len(logits) == 1:  # the common case at low concurrency
+            return self._one_row(logits[0], histories[0], allow_eos[0])
         p = self.params
         penalty = p.repetition_penalty
-        if len(logits) == 1:  # the common case at low concurrency: no stacking, one mask
-            scores = apply_repetition_penalty(np.asarray(logits[0], dtype=np.float32), histories[0], penalty)[None]
-            masks = self._mask(scores.shape[1], allow_eos[0])
-        else:
-            scores = np.stack([apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, penalty)
-                               for x, h in zip(logits, histories, strict=True)])
-            size = scores.shape[1]
-            masks = (self._mask(size, allow_eos[0]) if len(set(allow_eos)) == 1
-                     else np.stack([self._mask(size, a) for a in allow_eos]))
+        scores = np.stack([apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, penalty)
+                           for x, h in zip(logits, histories, strict=True)])
+        size = scores.shape[1]
+        masks = (self._mask(size, allow_eos[0]) if len(set(allow_eos)) == 1
+                 else np.stack([self._mask(size, a) for a in allow_eos]))
         if p.temperature == 0.0:
             return Drawn(np.argmax(scores + masks, axis=1), None)  # first maximum, as torch.argmax
         z = scores * (1.0 / p.temperature) + masks  # float64: the masks are; a fresh array, changed in place
@@ -73,13 +76,33 @@ class Sampler:
         z -= z.max(axis=1, keepdims=True)
         probs = np.exp(z, out=z)
         if p.top_p < 1.0:
-            for row in probs:
-                row /= row.sum()
-                order = np.argsort(-row, kind="stable")
-                # keep the smallest prefix whose mass reaches top_p (always at least one token)
-                cut = int(np.searchsorted(np.cumsum(row[order]), p.top_p)) + 1
-                row[order[cut:]] = 0.0
+            _top_p(probs, p.top_p)
         return Drawn(None, probs, np.cumsum(probs, axis=1))
+
+    def _one_row(self, logits: np.ndarray, history: Sequence[int], allow_eos: bool) -> Drawn:
+        """`distribution` of one row, the same operations on the same numbers (so the same bits) with fewer
+        numpy calls: a draw costs about as much as the talker's step on the toy card, all of it fixed cost."""
+        scores = np.asarray(logits, dtype=np.float32)
+        if self._penalty != 1.0:
+            scores = apply_repetition_penalty(scores, history, self._penalty)
+        key = (scores.shape[0], allow_eos)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._mask(*key)
+        if self._scale is None:
+            return Drawn((scores + mask)[None].argmax(axis=1), None)  # first maximum, as torch.argmax
+        z = scores * self._scale + mask  # float32, then float64: as the rows above
+        k = self._top_k
+        if 0 < k < z.shape[0]:
+            kth = z.copy()
+            kth.partition(-k)
+            z[z < kth[-k]] = -np.inf
+        z -= np.maximum.reduce(z)  # the ufuncs themselves: ndarray.max and cumsum add a Python-level wrapper
+        np.exp(z, out=z)
+        probs = z[None]
+        if self._top_p < 1.0:
+            _top_p(probs, self._top_p)
+        return Drawn(None, probs, np.add.accumulate(z)[None])
 
     def draw(self, dist: Drawn, rngs: Sequence[np.random.Generator]) -> list[int]:
         """One token per row of `dist`, one uniform number from each row's generator (none when greedy)."""
@@ -89,9 +112,20 @@ class Sampler:
         # scaling by each row's total keeps u below it, so the chosen bin always has mass; the token is
         # the number of bins whose cumulative mass is <= u (a cumulative sum never decreases)
         if len(rngs) == 1:
-            return [int(np.searchsorted(cumulative[0], rngs[0].random() * cumulative[0, -1], side="right"))]
+            row = cumulative[0]
+            return [int(row.searchsorted(rngs[0].random() * row[-1], side="right"))]
         u = np.array([rng.random() for rng in rngs]) * cumulative[:, -1]
         return np.sum(cumulative <= u[:, None], axis=1).tolist()
+
+
+def _top_p(probs: np.ndarray, top_p: float) -> None:
+    """Nucleus filtering in place, row by row: each row normalised, then zero past its top_p prefix."""
+    for row in probs:
+        row /= row.sum()
+        order = np.argsort(-row, kind="stable")
+        # keep the smallest prefix whose mass reaches top_p (always at least one token)
+        cut = int(np.searchsorted(np.cumsum(row[order]), top_p)) + 1
+        row[order[cut:]] = 0.0
 
 
 @dataclass(slots=True)

@@ -188,11 +188,17 @@ class Engine:
         if executor is None:
             executor = self._executors[key] = InlineExecutor(component)
         t = time.perf_counter()
-        future = executor.submit(live[0].plan.kind, [e.plan.inputs for e in live])
+        kind, inputs = live[0].plan.kind, [e.plan.inputs for e in live]
+        if executor.inline:  # fold at once, exactly as a synchronous call (no Future to build and settle)
+            outcome = executor.run(kind, inputs)
+            self.stats.executor_s += time.perf_counter() - t
+            self._fold(live, need, outcome)
+            return 1
+        future = executor.submit(kind, inputs)
         self.stats.executor_s += time.perf_counter() - t
         call = _Call(live, need, key)
-        if future.done():  # inline: fold at once, exactly as a synchronous call
-            self._fold(call, future)
+        if future.done():
+            self._fold_future(call, future)
         else:
             self._in_flight[future] = call
             self._busy.add(key)
@@ -208,18 +214,21 @@ class Engine:
             call = self._in_flight.pop(future)
             self._busy.discard(call.component_id)
             self._busy_states.difference_update(id(e.state) for e in call.entries)
-            self._fold(call, future)
+            self._fold_future(call, future)
 
-    def _fold(self, call: _Call, future: Future[BatchOutcome]) -> None:
-        """The scheduler's postprocess: refund, then fold each output into its loop (or fail its request)."""
-        self.budget.release(call.reserved)
-        live = call.entries
+    def _fold_future(self, call: _Call, future: Future[BatchOutcome]) -> None:
         try:
             outcome = future.result()
         except Exception as exc:  # the executor itself broke (a worker died): the whole batch fails
-            for entry in live:
+            self.budget.release(call.reserved)
+            for entry in call.entries:
                 self._fail(entry.request, f"{entry.loop.loop_id}: {one_line(exc)}")
             return
+        self._fold(call.entries, call.reserved, outcome)
+
+    def _fold(self, live: list[Entry], reserved: int, outcome: BatchOutcome) -> None:
+        """The scheduler's postprocess: refund, then fold each output into its loop (or fail its request)."""
+        self.budget.release(reserved)
         outputs = outcome.outputs
         stats = self.stats
         stats.component_s += outcome.dur_s
@@ -229,23 +238,18 @@ class Engine:
         # a component may hand back an exception in place of one request's output: that request fails
         # alone (the others' steps already ran and must not be run again); a request that ended while
         # its step was in flight is not folded
-        if any(isinstance(o, Exception) for o in outputs) or any(e.request.status.is_done for e in live):
-            kept = []
-            for entry, o in zip(live, outputs, strict=True):
-                if isinstance(o, Exception):
-                    self._fail(entry.request, f"{loop_id}: {one_line(o)}")
-                elif not entry.request.status.is_done:
-                    kept.append((entry, o))
-            live, outputs = [e for e, _ in kept], [o for _, o in kept]
-            if not live:
-                return
+        for entry, o in zip(live, outputs, strict=True):  # a loop, not any(...): a generator costs more
+            if isinstance(o, Exception) or entry.request.status.is_done:
+                live, outputs = self._foldable(live, outputs, loop_id)
+                if not live:
+                    return
+                break
         items = [(e.state, e.plan, o) for e, o in zip(live, outputs, strict=True)]
         try:
             errors = loop.advance_many(items)
         except Exception as exc:  # the batch's shared part (e.g. sampling) broke: fail each of its requests
             errors = [exc] * len(items)
         subscribers = self._subscribers
-        start_s = outcome.start_s - self._t0
         for entry, error in zip(live, errors, strict=True):
             r = entry.request
             if error is not None:
@@ -256,7 +260,17 @@ class Engine:
             if subscribers:  # building the event costs more than the bookkeeping around it
                 plan = entry.plan
                 self._trace(WorkUnitEvent(r.request_id, loop_id, plan.kind, plan.step, len(live),
-                                          start_s, outcome.dur_s, loop.stage))
+                                          outcome.start_s - self._t0, outcome.dur_s, loop.stage))
+
+    def _foldable(self, live: list[Entry], outputs: list, loop_id: str) -> tuple[list[Entry], list]:
+        """The entries to fold: those whose request still runs; a request given an exception fails here."""
+        kept = []
+        for entry, o in zip(live, outputs, strict=True):
+            if isinstance(o, Exception):
+                self._fail(entry.request, f"{loop_id}: {one_line(o)}")
+            elif not entry.request.status.is_done:
+                kept.append((entry, o))
+        return [e for e, _ in kept], [o for _, o in kept]
 
     # request lifecycle
     def _fail(self, r: EngineRequest, error: str) -> None:

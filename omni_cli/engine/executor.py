@@ -41,6 +41,8 @@ def run_batch(component: Any, kind: str, inputs: list) -> list:
 class Executor:
     """Runs batches on one component; the engine keeps at most one call in flight on it."""
 
+    inline = False  # True: `run` returns the outcome in the caller's thread, and the engine calls it, not `submit`
+
     def submit(self, kind: str, inputs: list) -> Future[BatchOutcome]:
         raise NotImplementedError
 
@@ -56,12 +58,18 @@ class Executor:
 class InlineExecutor(Executor):
     """Runs in the caller's thread and returns an already-done future: the engine folds it at once."""
 
+    inline = True
+
     def __init__(self, component: Any):
         self.component = component
 
-    def submit(self, kind: str, inputs: list) -> Future[BatchOutcome]:
+    def run(self, kind: str, inputs: list) -> BatchOutcome:
+        """The call, here and now (no Future: building and settling one costs more than a toy step's fold)."""
         start = time.perf_counter()
         outputs = run_batch(self.component, kind, inputs)
+        return BatchOutcome(outputs, start, time.perf_counter() - start)
+
+    def submit(self, kind: str, inputs: list) -> Future[BatchOutcome]:
         future: Future[BatchOutcome] = Future()
-        future.set_result(BatchOutcome(outputs, start, time.perf_counter() - start))
+        future.set_result(self.run(kind, inputs))
         return future

@@ -141,6 +141,8 @@ class ARDecodeLoop(Loop):
 
     def advance_many(self, items: list[tuple[ARState, WorkPlan, ARStepOutput]]) -> list[Exception | None]:
         """Advance a batch; the tokens it samples are chosen in one vectorised call (same numbers as alone)."""
+        if len(items) == 1:
+            return [self._advance_one(*items[0])]
         for state, plan, _ in items:
             if state.step == 0:  # the prompt counts for the repetition penalty
                 state.history.extend(plan.inputs.token_ids)
@@ -166,6 +168,24 @@ class ARDecodeLoop(Loop):
             except Exception as exc:  # one request's broken listener must not stop the others
                 errors.append(exc)
         return errors
+
+    def _advance_one(self, state: ARState, plan: WorkPlan, output: ARStepOutput) -> Exception | None:
+        """`advance_many` of one item (the common case at concurrency 1), the same steps without the lists."""
+        if state.step == 0:
+            state.history.extend(plan.inputs.token_ids)
+        fewest, most = state.feed.bounds()
+        token, drawn = plan.forced_token, None
+        if token is None:
+            drawn = self.sampler.distribution([output.logits], [state.history], [len(state.tokens) >= fewest])
+            (token,) = self.sampler.draw(drawn, [state.rng])
+        try:
+            if state.recorder is not None:
+                state.recorder.ar_step(plan.step, output.logits, token, state.history, len(state.tokens) >= fewest,
+                                       drawn, None if drawn is None else 0)
+            self._fold(state, plan, output, token, most)
+        except Exception as exc:
+            return exc
+        return None
 
     def _fold(self, state: ARState, plan: WorkPlan, output: ARStepOutput, token: int, most: int | None) -> None:
         consumed = plan.inputs.token_ids

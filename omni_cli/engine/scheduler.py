@@ -52,6 +52,8 @@ class Decision:
 
 def group_plans(entries: Sequence[Entry], max_batch: int) -> list[Group]:
     """Plans with equal batch keys form groups of at most `max_batch`, in first-seen order."""
+    if len(entries) == 1:  # the common case at concurrency 1
+        return [Group(entries[0].plan.batch_key, entries[0].stage, [entries[0]])]
     groups: dict[tuple, Group] = {}
     ordered: list[Group] = []
     for entry in entries:

@@ -60,6 +60,7 @@ class ARDecodeLoop(Loop):
     def __init__(self, loop_id: str, spec: LoopSpec, component: ARModel, stage: int):
         super().__init__(loop_id, spec, component, stage)
         self.sampler = Sampler(spec.sampling, component.suppress_token_ids, component.eos_token_ids)
+        self._token_key = (loop_id, AR_TOKEN)  # every token plan's batch key: made once, not per step
 
     def init(self, feed: ARFeed, out: ARChannel, request: LoopRequest) -> ARState:
         asked = feed.max_tokens()  # the caller's cap (SpeakRequest.max_tokens), on the loop reading the text
@@ -130,7 +131,7 @@ class ARDecodeLoop(Loop):
             return Wait(state.feed.describe_wait)
         state.status = LoopStatus.RUNNING
         inputs = ARStepInput(state.cache, [state.tokens[-1]], cond=feed.cond)
-        return WorkPlan(AR_TOKEN, state.step, (self.loop_id, AR_TOKEN),
+        return WorkPlan(AR_TOKEN, state.step, self._token_key,
                         self.component.step_bytes(1, state.positions + 1), inputs, forced_token=feed.forced_token)
 
     def advance(self, state: ARState, plan: WorkPlan, output: ARStepOutput) -> ARState:

@@ -29,8 +29,8 @@ class WorkPlan:
     forced_token: int | None = None  # AR echo mode: the token this step must produce
 
 
-@dataclass(frozen=True)
-class Wait:
+@dataclass(slots=True)
+class Wait:  # not frozen either: one is made whenever a loop waits, most ticks for the vocoder
     describe: Callable[[], str]  # why, e.g. "thinker_out: 3 items (open, stream)"; called only when asked
 
     @property

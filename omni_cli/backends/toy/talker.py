@@ -38,6 +38,7 @@ class NumpyTalker(TalkerModel):
         self.max_positions = params.max_positions
         self.eos_token_ids = frozenset({self.eos_id})
         self.suppress_token_ids = frozenset({self.pad_id, self.bos_id})
+        self._end_vectors: dict[int, np.ndarray] = {}
 
     # hand-off: thinker items -> conditioning
     def _reply_vector(self, item: ARItem) -> np.ndarray:
@@ -45,7 +46,13 @@ class NumpyTalker(TalkerModel):
         return np.concatenate([item.hidden[-1], self.thinker.embed_tokens([item.token])[0]])
 
     def _end_vector(self, token: int) -> np.ndarray:
-        return np.concatenate([np.zeros(self.thinker.d_model, np.float32), self.thinker.embed_tokens([token])[0]])
+        # the same few rows every step after the reply (on the engine's thread, in the feed): made once, read-only
+        vector = self._end_vectors.get(token)
+        if vector is None:
+            vector = np.concatenate([np.zeros(self.thinker.d_model, np.float32), self.thinker.embed_tokens([token])[0]])
+            vector.flags.writeable = False
+            self._end_vectors[token] = vector
+        return vector
 
     def voices(self) -> list[str]:
         return list(self._voices)

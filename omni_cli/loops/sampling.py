@@ -59,25 +59,28 @@ class Sampler:
         """The rows the tokens are drawn from: penalty, masks, temperature, top-k, top-p, row by row."""
         if len(logits) == 1:  # the common case at low concurrency
             return self._one_row(logits[0], histories[0], allow_eos[0])
-        p = self.params
-        penalty = p.repetition_penalty
-        scores = np.stack([apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, penalty)
-                           for x, h in zip(logits, histories, strict=True)])
+        p, penalty = self.params, self._penalty
+        if penalty == 1.0:  # one C call: each row cast to float32 as np.asarray(x, dtype=np.float32) does
+            scores = np.array(logits, dtype=np.float32)
+        else:
+            scores = np.stack([apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, penalty)
+                               for x, h in zip(logits, histories, strict=True)])
         size = scores.shape[1]
         masks = (self._mask(size, allow_eos[0]) if len(set(allow_eos)) == 1
                  else np.stack([self._mask(size, a) for a in allow_eos]))
-        if p.temperature == 0.0:
+        if self._scale is None:
             return Drawn(np.argmax(scores + masks, axis=1), None)  # first maximum, as torch.argmax
-        z = scores * (1.0 / p.temperature) + masks  # float64: the masks are; a fresh array, changed in place
-        size = z.shape[1]
-        if 0 < p.top_k < size:
-            kth = np.partition(z, -p.top_k, axis=1)[:, -p.top_k:-p.top_k + 1 or None]
-            z[z < kth] = -np.inf
-        z -= z.max(axis=1, keepdims=True)
+        z = scores * self._scale + masks  # float64: the masks are; a fresh array, changed in place
+        k = p.top_k
+        if 0 < k < size:
+            kth = z.copy()
+            kth.partition(-k, axis=1)
+            z[z < kth[:, -k:-k + 1 or None]] = -np.inf
+        z -= np.maximum.reduce(z, axis=1, keepdims=True)
         probs = np.exp(z, out=z)
         if p.top_p < 1.0:
             _top_p(probs, p.top_p)
-        return Drawn(None, probs, np.cumsum(probs, axis=1))
+        return Drawn(None, probs, np.add.accumulate(probs, axis=1))
 
     def _one_row(self, logits: np.ndarray, history: Sequence[int], allow_eos: bool) -> Drawn:
         """`distribution` of one row, the same operations on the same numbers (so the same bits) with fewer
@@ -115,7 +118,7 @@ class Sampler:
             row = cumulative[0]
             return [int(row.searchsorted(rngs[0].random() * row[-1], side="right"))]
         u = np.array([rng.random() for rng in rngs]) * cumulative[:, -1]
-        return np.sum(cumulative <= u[:, None], axis=1).tolist()
+        return np.add.reduce(cumulative <= u[:, None], axis=1).tolist()  # counts (int64), as np.sum
 
 
 def _top_p(probs: np.ndarray, top_p: float) -> None:

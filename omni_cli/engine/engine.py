@@ -5,29 +5,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
 
 from ..program import CompiledProgram, WiredRequest
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
 from .admission import AdmissionError, MemoryBudget, batch_step_bytes, mib
 from .events import EventQueue
-from .executor import BatchOutcome, Executor, InlineExecutor
+from .executor import BatchOutcome, Call, Executor, InlineExecutor
 from .request import EngineRequest, RequestHandle
 from .scheduler import Entry, Scheduler, one_line
 from .stats import EngineStats
 from .trace import RequestEvent, TraceEvent, WorkUnitEvent
 
 __all__ = ["Engine", "one_line"]
-
-
-@dataclass
-class _Call:
-    """A batch handed to an executor: what it reserved, to refund and fold when it completes."""
-
-    entries: list[Entry]
-    reserved: int
-    component_id: int
 
 
 class Engine:
@@ -53,7 +43,7 @@ class Engine:
         self._events = EventQueue()
         self._subscribers: list[Callable[[TraceEvent], None]] = []
         self._cancels: set[str] = set()  # cancelled, to be reaped at the next step boundary
-        self._in_flight: dict[Future[BatchOutcome], _Call] = {}
+        self._in_flight: dict[Future[BatchOutcome], Call] = {}
         self._busy: set[int] = set()  # components with a call in flight
         self._busy_states: set[int] = set()  # loop states with a step in flight
 
@@ -196,7 +186,7 @@ class Engine:
             return 1
         future = executor.submit(kind, inputs)
         self.stats.executor_s += time.perf_counter() - t
-        call = _Call(live, need, key)
+        call = Call(live, need, key)
         if future.done():
             self._fold_future(call, future)
         else:
@@ -216,7 +206,7 @@ class Engine:
             self._busy_states.difference_update(id(e.state) for e in call.entries)
             self._fold_future(call, future)
 
-    def _fold_future(self, call: _Call, future: Future[BatchOutcome]) -> None:
+    def _fold_future(self, call: Call, future: Future[BatchOutcome]) -> None:
         try:
             outcome = future.result()
         except Exception as exc:  # the executor itself broke (a worker died): the whole batch fails
@@ -264,12 +254,10 @@ class Engine:
 
     def _foldable(self, live: list[Entry], outputs: list, loop_id: str) -> tuple[list[Entry], list]:
         """The entries to fold: those whose request still runs; a request given an exception fails here."""
-        kept = []
         for entry, o in zip(live, outputs, strict=True):
             if isinstance(o, Exception):
                 self._fail(entry.request, f"{loop_id}: {one_line(o)}")
-            elif not entry.request.status.is_done:
-                kept.append((entry, o))
+        kept = [(e, o) for e, o in zip(live, outputs, strict=True) if not e.request.status.is_done]
         return [e for e, _ in kept], [o for _, o in kept]
 
     # request lifecycle

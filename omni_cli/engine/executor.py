@@ -23,6 +23,16 @@ class BatchOutcome:
     dur_s: float
 
 
+@dataclass
+class Call:
+    """A batch the engine handed to an executor: its entries (scheduler.Entry), what it reserved to refund,
+    and its component's id, to fold when it completes."""
+
+    entries: list
+    reserved: int
+    component_id: int
+
+
 def run_batch(component: Any, kind: str, inputs: list) -> list:
     """The call itself. If a batch raises, each input runs again alone to find the one that broke
     (a raising batch leaves every request's state as it was: see backends/base.py's Component.run)."""

@@ -97,10 +97,12 @@ class Sampler:
         z = scores * self._scale + mask  # float32, then float64: as the rows above
         k = self._top_k
         if 0 < k < z.shape[0]:
-            kth = z.copy()
-            kth.partition(-k)
-            z[z < kth[-k]] = -np.inf
-        z -= np.maximum.reduce(z)  # the ufuncs themselves: ndarray.max and cumsum add a Python-level wrapper
+            ranked = z.copy()
+            ranked.partition((-k, -1) if k > 1 else -1)  # the k-th largest and the largest, in place
+            z[z < ranked[-k]] = -np.inf
+            z -= ranked[-1]  # the same maximum a reduction finds
+        else:  # the ufunc itself: ndarray.max (and cumsum, below) add a Python-level wrapper
+            z -= np.maximum.reduce(z)
         np.exp(z, out=z)
         probs = z[None]
         if self._top_p < 1.0:

@@ -2,8 +2,8 @@
 
 The engine (the driver) keeps at most one call in flight per component, reserves and refunds the
 memory budget around it, emits trace events and folds outputs into loops; an executor only runs.
-`InlineExecutor` runs in the engine's thread (the default); thread, process and Ray executors
-implement the same two calls.
+`InlineExecutor` runs in the engine's thread (the default; the engine calls its `run` directly);
+thread, process and Ray executors implement the same two calls.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ class Executor:
 
 
 class InlineExecutor(Executor):
-    """Runs in the caller's thread and returns an already-done future: the engine folds it at once."""
+    """Runs in the caller's thread: the engine calls `run` and folds the outcome at once; `submit` returns
+    an already-done future, for callers that want the seam's shape."""
 
     inline = True
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class BatchOutcome:
     """What one call produced: one entry per input, each the output or the Exception of that request."""
 
@@ -23,7 +23,7 @@ class BatchOutcome:
     dur_s: float
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """A batch the engine handed to an executor: its entries (scheduler.Entry), what it reserved to refund,
     and its component's id, to fold when it completes."""

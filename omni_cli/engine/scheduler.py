@@ -40,12 +40,13 @@ class Group:
     entries: list[Entry] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class Decision:
-    """One tick's decisions, in the order the engine carries them out."""
+    """One tick's decisions, in the order the engine carries them out. (Made once per tick: schedule()
+    fills local lists and passes them in, no default factories.)"""
 
-    admitted: list[Any] = field(default_factory=list)
-    ended: list[tuple[Any, str | None]] = field(default_factory=list)  # (request, None: finished | error)
+    admitted: list[Any]
+    ended: list[tuple[Any, str | None]]  # (request, None: finished | error)
     stalled: str | None = None  # every running loop waits on another and nothing is in flight: why
     batches: list[Group] = field(default_factory=list)
 
@@ -105,15 +106,15 @@ class Scheduler:
         in_flight: ids of loop states with a step in flight; they are skipped (not re-planned) but
         keep their request running.
         """
-        decision = Decision()
+        admitted: list[Any] = []
         if self.queued:
-            self._admit(decision.admitted)
+            self._admit(admitted)
         running = self.running
         if self.policy == "round-robin" and len(running) > 1:
             running.append(running.pop(0))  # a different request goes first each tick
         entries: list[Entry] = []
         waits: list[tuple[Any, str, Wait]] = []
-        ended = decision.ended
+        ended: list[tuple[Any, str | None]] = []
         for r in running:
             pending = False
             for loop, state in r.wired.states:
@@ -134,12 +135,13 @@ class Scheduler:
             else:
                 if not pending:
                     ended.append((r, None))
-        if not entries and not in_flight and len(ended) < len(running):
-            # every loop waits on another: a broken program, never a reason to spin forever
-            decision.stalled = "; ".join(f"{r.request_id}/{loop_id}: {w.reason}" for r, loop_id, w in waits[:3])
         if entries:
-            decision.batches = order_groups(group_plans(entries, self.max_batch), self.policy)
-        return decision
+            return Decision(admitted, ended, None, order_groups(group_plans(entries, self.max_batch), self.policy))
+        stalled = None
+        if not in_flight and len(ended) < len(running):
+            # every loop waits on another: a broken program, never a reason to spin forever
+            stalled = "; ".join(f"{r.request_id}/{loop_id}: {w.reason}" for r, loop_id, w in waits[:3])
+        return Decision(admitted, ended, stalled)
 
     def _admit(self, admitted: list[Any]) -> None:
         while self.queued:

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
-class WorkUnitEvent:
+@dataclass(slots=True)
+class WorkUnitEvent:  # not frozen: one per WorkUnit whenever anyone subscribes, and frozen costs 5x to build
     request_id: str
     loop: str
     kind: str  # ar_prefill | ar_token | audio_chunk

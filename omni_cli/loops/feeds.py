@@ -11,9 +11,9 @@ from .base import NO_BOUND, OutputBound
 from .channel import ARChannel
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StepFeed:
-    """The extra input of one AR decode step."""
+    """The extra input of one AR decode step. (Not frozen: one is made per step, on the engine's thread.)"""
 
     forced_token: int | None = None  # echo: the token this step must produce
     cond: Any = None  # talker: the conditioning vector

@@ -18,7 +18,10 @@ class RequestStatus(enum.Enum):
 
     @property
     def is_done(self) -> bool:
-        return self in (RequestStatus.FINISHED, RequestStatus.CANCELLED, RequestStatus.FAILED)
+        return self in _DONE  # a set made once: the engine asks per WorkUnit
+
+
+_DONE = frozenset({RequestStatus.FINISHED, RequestStatus.CANCELLED, RequestStatus.FAILED})
 
 
 @dataclass(frozen=True)

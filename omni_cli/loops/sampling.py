@@ -10,6 +10,8 @@ import numpy as np
 
 from ..spec.card import SamplingSpec
 
+_F32 = np.dtype(np.float32)
+
 
 def apply_repetition_penalty(logits: np.ndarray, history: Sequence[int], penalty: float) -> np.ndarray:
     """As Hugging Face does: each seen token's score is divided by `penalty` if positive, else multiplied."""
@@ -85,7 +87,7 @@ class Sampler:
     def _one_row(self, logits: np.ndarray, history: Sequence[int], allow_eos: bool) -> Drawn:
         """`distribution` of one row, the same operations on the same numbers (so the same bits) with fewer
         numpy calls: a draw costs about as much as the talker's step on the toy card, all of it fixed cost."""
-        scores = np.asarray(logits, dtype=np.float32)
+        scores = logits if logits.__class__ is np.ndarray and logits.dtype == _F32 else np.asarray(logits, dtype=_F32)
         if self._penalty != 1.0:
             scores = apply_repetition_penalty(scores, history, self._penalty)
         key = (scores.shape[0], allow_eos)

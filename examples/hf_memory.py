@@ -6,7 +6,9 @@ Prints one JSON line per request count: the engine's reservation at its peak (KV
 state sized from the card's limits, vocoder state, the largest step), and the measured peak resident
 set above the loaded, warmed-up process (Linux: VmHWM after resetting it through /proc/self/clear_refs).
 Run it as a fresh process with MALLOC_MMAP_THRESHOLD_=65536 (the script re-executes itself so) so that
-glibc returns freed tensors to the system and the resident set follows what is live.
+glibc returns freed tensors to the system and the resident set follows what is live. `left_reserved`: what
+the budget still holds after the requests ended, the primitives oneDNN cached for BigVGAN shapes this
+process had not run (kept for good, counted once: omni_cli/backends/hf/onednn.py).
 """
 
 from __future__ import annotations

@@ -115,6 +115,12 @@ class Component(Protocol):
         workspace across them (hf), knows better (issue 17: 8 prefills reserved 8 x what one holds)."""
         return step_bytes[0] if len(step_bytes) == 1 else sum(step_bytes)
 
+    def kept_bytes(self) -> int:
+        """Memory the component's calls have left resident since it was built, for the rest of the process
+        (a cache that grows per new input shape, up to its bound): the engine keeps each call's growth
+        reserved from then on (hf's vocoder: oneDNN's primitive cache)."""
+        return 0
+
 
 @dataclass
 class ARItem:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,12 +18,14 @@ def mib(n: int) -> str:
 
 
 class MemoryBudget:
-    def __init__(self, capacity_bytes: int):
+    def __init__(self, capacity_bytes: int, components: Iterable[Component] = ()):
+        """components: their `kept_bytes` now is the baseline; what their calls keep beyond it is reserved."""
         if capacity_bytes <= 0:
             raise ValueError("memory budget must be positive")
         self.capacity = capacity_bytes
         self.reserved = 0
         self.peak_reserved = 0
+        self._kept = {id(c): c.kept_bytes() for c in components}
 
     @property
     def free(self) -> int:
@@ -41,6 +44,17 @@ class MemoryBudget:
         if n > self.reserved:
             raise RuntimeError(f"releasing {n} bytes but only {self.reserved} are reserved")
         self.reserved -= n
+
+    def keep(self, component: Component) -> None:
+        """After a call: what the component's calls have kept resident since this budget began (a cache
+        grown by a new input shape, issue 17) stays reserved for good, past the capacity if it must (the
+        memory is taken). Its step reserved it while the call ran."""
+        kept = component.kept_bytes()
+        grown = kept - self._kept.get(id(component), 0)
+        if grown > 0:
+            self._kept[id(component)] = kept
+            self.reserved += grown
+            self.peak_reserved = max(self.peak_reserved, self.reserved)
 
 
 def batch_step_bytes(component: Component, kind: str, step_bytes: list[int]) -> int:

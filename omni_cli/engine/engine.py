@@ -27,7 +27,7 @@ class Engine:
         card = program.card
         self.program = program
         self.policy = policy
-        self.budget = MemoryBudget(memory_budget_bytes or card.limits.memory_budget_mib << 20)
+        self.budget = MemoryBudget(memory_budget_bytes or card.limits.memory_budget_mib << 20, program.components.values())
         self.scheduler = Scheduler(policy, max_batch or card.batching.max_batch, self.budget)
         self.max_batch = self.scheduler.max_batch
         self.sample_rate = card.sample_rate
@@ -219,6 +219,7 @@ class Engine:
     def _fold(self, live: list[Entry], reserved: int, outcome: BatchOutcome) -> None:
         """The scheduler's postprocess: refund, then fold each output into its loop (or fail its request)."""
         self.budget.release(reserved)
+        self.budget.keep(live[0].loop.component)
         outputs = outcome.outputs
         stats = self.stats
         stats.component_s += outcome.dur_s

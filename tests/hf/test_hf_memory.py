@@ -50,9 +50,55 @@ def test_a_batch_reserves_what_it_holds(parts):
     assert batch_step_bytes(thinker, AR_PREFILL, prefill) == max(prefill)  # one forward after another
     decode = [thinker.step_bytes(1, 50), thinker.step_bytes(1, 30)]
     assert batch_step_bytes(thinker, AR_TOKEN, decode) == sum(decode)  # one forward together
-    chunks = [vocoder.step_bytes(8, start=0, is_final=True)] * 3
-    shared = vocoder._workspace  # BigVGAN's widest weight, reordered once per call
-    assert batch_step_bytes(vocoder, "audio_chunk", chunks) == 3 * chunks[0] - 2 * shared
+    chunk = vocoder.step_bytes(8, start=0, is_final=True)
+    convs, threads = vocoder.convs, vocoder.threads.count
+    alone = convs.reorder_bytes(1, chunk.frames, threads) + convs.cache_bytes(1, chunk.frames, threads) + chunk.act
+    assert chunk == max(chunk.dit, alone)
+    # one BigVGAN call over the three (one weight copy: a batched call copies every oneDNN weight, the widest
+    # included), the DiT's windows integrated together
+    together = convs.reorder_bytes(3, chunk.frames, threads) + convs.cache_bytes(3, chunk.frames, threads) + 3 * chunk.act
+    assert convs.reorder_bytes(3, chunk.frames, threads) == convs.widest
+    assert batch_step_bytes(vocoder, "audio_chunk", [chunk] * 3) == max(3 * chunk.dit, together)
+
+
+def test_the_onednn_rule_is_torchs_own_choice(parts):
+    """onednn.py predicts which convolutions torch hands to oneDNN (and so copies the weight of) from its
+    size rule; torch's own dispatcher says the same for every convolution BigVGAN calls."""
+    convs = parts["vocoder"].convs
+    slow = {"_ConvBackend.Slow2d", "_ConvBackend.SlowDilated2d", "_ConvBackend.SlowTranspose2d"}
+    checked = set()
+    for batch in (1, 2, 16):
+        for frames in (1, 4, 13, 14, 40, 200):
+            for c in convs.convs:
+                channels, shape, transposed, stride, dilation, groups, padding = c.key
+                x, w = torch.empty(batch, channels, c.length(frames)), torch.empty(shape)
+                backend = str(torch._C._select_conv_backend(x, w, None, [stride], [padding], [dilation], transposed,
+                                                            [0], groups, None))
+                checked.add(backend not in slow)
+                assert (backend not in slow) == c.uses_onednn(batch, frames, 1, torch.float32), (c, batch, frames)
+    assert checked == {True, False}  # both paths were met
+
+
+def test_a_new_shape_stays_reserved_once(parts):
+    """What oneDNN caches at a BigVGAN length not run before is counted once: the vocoder's kept bytes grow
+    by it, a second call at that length adds nothing, and an engine's budget keeps the growth reserved."""
+    from omni_cli.backends.base import VocoderChunkInput
+    from omni_cli.engine.admission import MemoryBudget
+
+    vocoder = parts["vocoder"]
+    budget = MemoryBudget(1 << 30, [vocoder])
+    codes = list(range(1, 60))
+    frames = len(codes) * vocoder.repeats
+    new = vocoder.convs.cache_bytes(1, frames, vocoder.threads.count)
+    assert new > 0 or vocoder.convs.entries == vocoder.convs.capacity
+    before = vocoder.kept_bytes()
+    for _ in range(2):
+        state = vocoder.new_state(None, seed=0)
+        vocoder.run("audio_chunk", [VocoderChunkInput(state, codes, 0, len(codes), True)])
+        assert vocoder.kept_bytes() == before + new
+        assert vocoder.convs.cache_bytes(1, frames, vocoder.threads.count) == 0
+        budget.keep(vocoder)
+        assert budget.reserved == new  # once, not per call
 
 
 def test_the_talker_reserves_for_its_loops_limit_not_the_components(tiny_checkpoint, tmp_path):

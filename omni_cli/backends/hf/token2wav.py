@@ -25,8 +25,9 @@ from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkO
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.dit import ODESettings, sample_window, speaker_features
 from omni_cli.backends.hf.loading import Loaded, Voice
+from omni_cli.backends.hf.onednn import ConvCosts
 from omni_cli.backends.hf.params import VocoderParams
-from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
+from omni_cli.backends.hf.threads import Threads, choose_threads, intra_op_threads, with_threads
 
 NOISE_GROWTH_FRAMES = 256  # noise is drawn in blocks; any multiple of 16 floats keeps the stream identical
 
@@ -41,6 +42,23 @@ class _Window:
     keep_from: int
     keep_to: int
     noise_span: tuple[int, int]  # frames [start, stop) of the request's noise stream (rollout records)
+
+
+class ChunkBytes(int):
+    """A chunk's step bytes, with the parts a batch of chunks adds up differently: the DiT's activations,
+    BigVGAN's (without its weight copy) and the length of the mel BigVGAN reads."""
+
+    dit: int
+    act: int
+    frames: int
+
+    def __new__(cls, total: int, dit: int, act: int, frames: int) -> ChunkBytes:
+        made = super().__new__(cls, total)
+        made.dit, made.act, made.frames = dit, act, frames
+        return made
+
+    def __reduce__(self) -> tuple:
+        return ChunkBytes, (int(self), self.dit, self.act, self.frames)
 
 
 @dataclass
@@ -84,8 +102,8 @@ class HFVocoder:
         # codes of context a window reads besides its chunk's own: the cost of a chunk, whatever its size
         self.context_codes = (self.past_frames + self.future_frames) // self.repeats
         self._features: dict[str, torch.Tensor] = {}  # voice name -> its speaker-encoder output
-        # the CPU convolution copies (reorders) a weight per call: the widest one is BigVGAN's first
-        self._workspace = max(p.numel() * p.element_size() for p in self.bigvgan.parameters())
+        with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
+            self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count)
 
     def _voice_features(self, voice: Voice) -> torch.Tensor:
         features = self._features.get(voice.name)
@@ -113,10 +131,11 @@ class HFVocoder:
         frames = -(-frames // NOISE_GROWTH_FRAMES) * NOISE_GROWTH_FRAMES
         return (frames + self.overlap_frames) * self.mel_dim * 4
 
-    def step_bytes(self, num_codes: int, *, start: int | None = None, is_final: bool = False) -> int:
-        """A chunk alone: the larger of the DiT's activations over its window and BigVGAN's, which reorders
-        its widest convolution's weight on every call (49.5 MiB at 1,536 channels, measured: it dominates
-        short chunks) and upsamples the kept frames plus the overlap it re-reads."""
+    def step_bytes(self, num_codes: int, *, start: int | None = None, is_final: bool = False) -> ChunkBytes:
+        """A chunk alone: the larger of the DiT's activations over its window and BigVGAN's, which upsamples
+        the kept frames plus the overlap it re-reads, copies the weight of each convolution oneDNN runs
+        (the widest dominates short chunks) and, at a length it has not run, leaves oneDNN primitives
+        cached (onednn.py)."""
         kept = num_codes * self.repeats
         if start is None:  # anywhere in the utterance: the most context a window can have
             before, overlap = self.past_frames + self.block_frames, self.overlap_frames
@@ -131,11 +150,34 @@ class HFVocoder:
         for rate in self.bigvgan.config.upsample_rates:
             channels, length = channels // 2, length * rate
             act = max(act, 6 * channels * length * 4)  # anti-aliased activations upsample 2x
-        return max(dit, self._workspace + act)
+        frames = kept + overlap
+        bigvgan = self._bigvgan_bytes(1, frames) + act
+        return ChunkBytes(max(dit, bigvgan), dit, act, frames)
+
+    def _bigvgan_bytes(self, batch: int, frames: int) -> int:
+        count = self.threads.count
+        return self.convs.reorder_bytes(batch, frames, count) + self.convs.cache_bytes(batch, frames, count)
+
+    def kept_bytes(self) -> int:
+        return self.convs.kept_bytes()
 
     def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
-        # one BigVGAN call per batch (up to bigvgan_batch_frames): the weight reorder is made once
-        return sum(step_bytes) - (len(step_bytes) - 1) * self._workspace
+        """The DiT's windows integrate together, then BigVGAN runs once per group of equal length (as
+        `_finish` groups them): one weight copy alive at a time, the primitives of each new shape kept."""
+        if len(step_bytes) == 1 or not all(isinstance(s, ChunkBytes) for s in step_bytes):
+            return step_bytes[0] if len(step_bytes) == 1 else sum(step_bytes)
+        groups: dict[int, list[int]] = {}
+        for s in step_bytes:
+            groups.setdefault(s.frames, []).append(s.act)
+        kept, peak = 0, 0
+        for frames, acts in groups.items():
+            per_call = max(1, self.bigvgan_batch_frames // frames)
+            for first in range(0, len(acts), per_call):
+                batch = len(acts[first:first + per_call])
+                count = self.threads.count
+                kept += self.convs.cache_bytes(batch, frames, count)  # made during the call, kept after it
+                peak = max(peak, kept + self.convs.reorder_bytes(batch, frames, count) + sum(acts[first:first + per_call]))
+        return max(sum(s.dit for s in step_bytes), peak)
 
     @with_threads
     def run(self, kind: str, inputs: list[VocoderChunkInput]) -> list[VocoderChunkOutput]:
@@ -182,6 +224,7 @@ class HFVocoder:
                 members = same_length[first:first + per_call]
                 batch = plans[members[0]][0] if len(members) == 1 else torch.cat([plans[i][0] for i in members])
                 out = self.bigvgan(batch).reshape(len(members), -1).float().numpy()
+                self.convs.ran(len(members), frames, self.threads.count)
                 for row, i in enumerate(members):
                     waves[i] = out[row]
         samples = []

@@ -31,7 +31,7 @@ hands them out, after the tick that made them).
 
 
 def bench(
-    card: str = typer.Option("qwen2_5_omni_toy", "--card", help="card name or path"),
+    card: str = typer.Option("qwen2_5_omni_toy", "--card", "-c", metavar="NAME|PATH", help="card name or path"),
     model_path: str | None = typer.Option(None, "--model-path", help="checkpoint directory (hf cards)"),
     requests: int = typer.Option(8, "--requests", min=1, max=10_000, help="utterances per configuration"),
     concurrency: int = typer.Option(8, "--concurrency", min=1, max=1024, help="requests in flight at once"),

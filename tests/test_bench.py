@@ -139,6 +139,17 @@ def test_reference_targets_met_on_each_side_of_their_bounds():
         assert verdicts[:-1] == [inside] * (len(verdicts) - 1) and verdicts[-1] is True  # ours-8's 8 of 8
 
 
+def test_a_reference_run_at_concurrency_1_judges_the_concurrency_1_targets_alone():
+    """`--reference --concurrency 1` runs no ours-N: its targets are the concurrency-1 ones (it was a StopIteration)."""
+    results, outputs = _reference_run(random.Random(5), ttfa_gain=12, latency_ratio=1.0, c1_stall=0.0,
+                                      c8_stall=0.0, c8_rtf=0.5, throughput=3.5, same=(8, 8))
+    del outputs["ours-8"]
+    rows = _by_target(targets([], ([r for r in results if r.label != "ours-8"], outputs), {}))
+    assert not any("ours-8" in target for target in rows)
+    assert rows["TTFA p50, generate / ours (chat, greedy, concurrency 1)"]["met"] is True
+    assert rows["requests whose tokens and codes equal generate's (ours-1)"]["value"] == 8
+
+
 def test_a_stall_at_concurrency_n_is_not_judged_while_audio_is_made_slower_than_real_time():
     results, outputs = _reference_run(random.Random(3), ttfa_gain=12, latency_ratio=1.0, c1_stall=0.0,
                                       c8_stall=2.5, c8_rtf=1.8, throughput=1.5, same=(8, 8))

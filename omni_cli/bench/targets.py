@@ -53,7 +53,7 @@ def targets(results: list[BenchResult], reference: tuple[list[BenchResult], dict
 def reference_targets(results: list[BenchResult], outputs: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 19's targets, ours against `generate` one request after another, from reference_suite's run."""
     r = _by_label(results)
-    many = next(k for k in r if k.startswith("ours-") and k != "ours-1")
+    many = next((k for k in r if k.startswith("ours-") and k != "ours-1"), None)  # none with --concurrency 1
     one, ref = r["ours-1"], r["generate"]
     rows = []
     ttfa = ref["ttfa_p50_s"] / one["ttfa_p50_s"]
@@ -63,19 +63,21 @@ def reference_targets(results: list[BenchResult], outputs: dict[str, Any]) -> li
     rows.append(_row("latency p50, ours / generate (concurrency 1)", latency, "<= 1.05x", latency <= 1.05, "{:.2f}x"))
     rows.append(_row("stall max, player starting at first audio (ours-1)", one["stall_max_s"], "0 s",
                      one["stall_max_s"] <= 0, "{:.3f} s"))
-    # at concurrency N a player can only be served without a gap once audio is made faster than it plays
-    rtf = r[many]["rtf_p50"]
-    stall, when = r[many]["stall_max_s"], "0 s once RTF p50 < 1" + ("" if rtf is None else f" (here {rtf:.2f})")
-    rows.append(_row(f"stall max, player starting at first audio ({many})", stall, when,
-                     None if rtf is None or rtf >= 1 else stall <= 0, "{:.3f} s"))
-    thr = r[many]["audio_s_per_wall_s"] / ref["audio_s_per_wall_s"]
-    rows.append(_row(f"audio s per wall s, {many} / generate one by one", thr, ">= 3x", thr >= 3, "{:.1f}x"))
+    if many is not None:
+        # at concurrency N a player can only be served without a gap once audio is made faster than it plays
+        rtf = r[many]["rtf_p50"]
+        stall, when = r[many]["stall_max_s"], "0 s once RTF p50 < 1" + ("" if rtf is None else f" (here {rtf:.2f})")
+        rows.append(_row(f"stall max, player starting at first audio ({many})", stall, when,
+                         None if rtf is None or rtf >= 1 else stall <= 0, "{:.3f} s"))
+        thr = r[many]["audio_s_per_wall_s"] / ref["audio_s_per_wall_s"]
+        rows.append(_row(f"audio s per wall s, {many} / generate one by one", thr, ">= 3x", thr >= 3, "{:.1f}x"))
     n = outputs["requests"]
-    for label in ("ours-1", many):
+    labels = ("ours-1",) if many is None else ("ours-1", many)
+    for label in labels:
         same = outputs[label]["same_tokens"]
         rows.append(_row(f"requests whose tokens and codes equal generate's ({label})", same, f"{n} of {n}",
                          same == n, "{:d}"))
-    for label in ("ours-1", many):
+    for label in labels:
         rows.append(_row(f"waveform vs generate, worst request ({label}, chunked token2wav)",
                          outputs[label]["min_snr_db"], "(reported)", None, "{:.0f} dB SNR"))
     return rows

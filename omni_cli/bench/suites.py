@@ -93,7 +93,8 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
                     on_progress: BenchProgress = _no_progress) -> tuple[list[BenchResult], dict[str, Any]]:
     """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
 
-    Returns the three results ("ours-1", f"ours-{concurrency}", "generate") and how the outputs compare.
+    Returns the results ("ours-1", f"ours-{concurrency}" unless that is 1, "generate") and how the outputs
+    compare.
     Both sides make `talker_codes` codes per utterance (EOS suppressed before, the bound after): a random
     tiny talker would otherwise stop at whatever length its weights happen to give.
     """
@@ -104,9 +105,11 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     ours = greedy_variant(program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes)
     work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat")
     results = []
-    for index, workload in enumerate((work, replace(work, concurrency=concurrency)), 1):
+    workloads = (work,) if concurrency == 1 else (work, replace(work, concurrency=concurrency))
+    total = len(workloads) + 1
+    for index, workload in enumerate(workloads, 1):
         label = f"ours-{workload.concurrency}"
-        on_progress(label, index, 3, f"{_described(workload)}, {talker_codes} codes each")
+        on_progress(label, index, total, f"{_described(workload)}, {talker_codes} codes each")
         results.append(run_workload(ours, workload, label, keep_outputs=True))
     thinker, talker = ours.roles["thinker"], ours.roles["talker"]
     card = ours.card
@@ -117,7 +120,7 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     reference = GenerateReference(ours.settings.get("model_path") or card.params["model_path"],
                                   sorted(talker.eos_token_ids), model=thinker.model, num_threads=threads)
     voice = ours.voices()[0]
-    on_progress("generate", 3, 3, f"Hugging Face generate, {_described(work)}, one after another")
+    on_progress("generate", total, total, f"Hugging Face generate, {_described(work)}, one after another")
     runs = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
                           thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
             for request in work.requests()]

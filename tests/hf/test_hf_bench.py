@@ -32,6 +32,19 @@ def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_rati
     assert rows["requests whose tokens and codes equal generate's (ours-2)"]["met"] is True
 
 
+def test_at_concurrency_1_the_reference_suite_runs_ours_once(tiny_checkpoint):
+    """`--concurrency 1` ran ours at concurrency 1 twice, both labelled ours-1 (and then a StopIteration)."""
+    program = load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)})
+    steps = []
+    results, compared = reference_suite(program, num_requests=1, short_chars=10, concurrency=1, thinker_max=4,
+                                        talker_codes=10, on_progress=lambda *step: steps.append(step[:3]))
+    assert [r.label for r in results] == ["ours-1", "generate"]
+    assert steps == [("ours-1", 1, 2), ("generate", 2, 2)]
+    rows = {row["target"] for row in targets([], (results, compared), {})}
+    assert "latency p50, ours / generate (concurrency 1)" in rows
+    assert all("ours-1" in r for r in rows if "ours-" in r)
+
+
 def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_verdict(tiny_checkpoint):
     import json
     import os

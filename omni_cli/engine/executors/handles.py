@@ -17,6 +17,15 @@ from collections import deque
 from typing import Any
 
 
+def drain(released: deque[int]) -> list[int]:
+    """Everything appended so far, in order, taken out: popleft one by one, since finalizers on other threads
+    may append meanwhile (a copy then clear() could lose one)."""
+    out = []
+    while released:
+        out.append(released.popleft())
+    return out
+
+
 class StateRef:
     """A request's state on the worker, by key (the worker kept it from the state's first step)."""
 
@@ -80,10 +89,7 @@ class StateTracker:
         return out
 
     def take_released(self) -> list[int]:
-        out = []
-        while self._released:
-            out.append(self._released.popleft())
-        return out
+        return drain(self._released)
 
     def _track(self, state: Any) -> int:
         key = self._next_key

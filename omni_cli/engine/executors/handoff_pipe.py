@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ...backends.base import ARStepOutput
+from .handles import drain
 from .handoff import Held
 
 FETCH_TIMEOUT_S = 120.0
@@ -52,10 +53,7 @@ class ProcessLink:
                 weakref.finalize(output.hidden, self._released.append, output.hidden.ref)
 
     def take_released(self) -> list[int]:
-        out = []
-        while self._released:
-            out.append(self._released.popleft())
-        return out
+        return drain(self._released)
 
 
 class PipeSender:

@@ -9,7 +9,7 @@ import pytest
 
 from omni_cli.api import load
 from omni_cli.bench import BenchResult, PlaybackClock, Workload, run_workload, targets
-from omni_cli.bench.workload import FirstChunkPath
+from omni_cli.bench.workload import FirstChunkPath, RunTrace
 from omni_cli.engine.trace import RequestEvent, WorkUnitEvent
 
 
@@ -38,8 +38,9 @@ def test_summary_figures_from_known_measurements():
     assert s["stall_max_s"] == 0.25 and s["audio_s_total"] == 3.0
 
 
-def test_first_chunk_path_sums_a_requests_own_units_up_to_its_first_audio_chunk():
-    path = FirstChunkPath()
+@pytest.mark.parametrize("kind", [FirstChunkPath, RunTrace])  # RunTrace inlines the same sum (one subscriber)
+def test_first_chunk_path_sums_a_requests_own_units_up_to_its_first_audio_chunk(kind):
+    path = kind()
 
     def unit(rid, kind, dur_s):
         return WorkUnitEvent(rid, "loop", kind, 0, 1, 0.0, dur_s, 0)
@@ -49,6 +50,8 @@ def test_first_chunk_path_sums_a_requests_own_units_up_to_its_first_audio_chunk(
                   unit("a", "ar_token", 0.07), unit("a", "audio_chunk", 0.3)]:  # after a's first chunk: not on it
         path.on_event(event)
     assert path.path_s == pytest.approx({"a": 0.35, "b": 0.5})
+    if kind is RunTrace:  # and each loop's busy seconds, every unit counted (the batch size is 1 here)
+        assert path.busy_s == pytest.approx({"loop": 0.1 + 0.5 + 0.05 + 0.2 + 0.07 + 0.3})
 
 
 def test_run_workload_measures_what_each_request_made():

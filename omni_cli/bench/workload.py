@@ -136,16 +136,24 @@ class FirstChunkPath:
             self._done.add(rid)
 
 
-class StageBusy:
-    """Per loop, the seconds its component's calls ran (a batched call once, not once per WorkUnit): with
-    stages overlapped the wall time is at least the busiest stage's."""
+class RunTrace(FirstChunkPath):
+    """FirstChunkPath, and per loop the seconds its component's calls ran (a batched call once, not once per
+    WorkUnit: with stages overlapped the wall time is at least the busiest stage's), from one subscriber:
+    subscribers run on the engine's thread, and a second call per WorkUnit would count in TTFA too."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.busy_s: dict[str, float] = {}
 
     def on_event(self, event: Any) -> None:
-        if event.event == "work_unit":
-            self.busy_s[event.loop] = self.busy_s.get(event.loop, 0.0) + event.dur_s / event.batch_size
+        if event.event != "work_unit":
+            return
+        self.busy_s[event.loop] = self.busy_s.get(event.loop, 0.0) + event.dur_s / event.batch_size
+        rid = event.request_id
+        if rid not in self._done:  # FirstChunkPath.on_event's sum, inlined
+            self.path_s[rid] = self.path_s.get(rid, 0.0) + event.dur_s
+            if event.kind == AUDIO_CHUNK:
+                self._done.add(rid)
 
 
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
@@ -165,21 +173,19 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
 
 
 def _drive(engine: Engine, program: CompiledProgram, workload: Workload, label: str, keep_outputs: bool) -> BenchResult:
-    path, busy = FirstChunkPath(), StageBusy()
-    engine.subscribe(path.on_event)  # as `omni speak`'s view does: the trace events are part of the cost
-    engine.subscribe(busy.on_event)
+    trace = RunTrace()
+    engine.subscribe(trace.on_event)  # as `omni speak`'s view does: the trace events are part of the cost
     pending = workload.requests()
-    hashes: dict[str, Any] = {}
+    # made before the clock starts: a sha256 costs ~20 us cold (OpenSSL's digest lookup), inside TTFA if made at submit
+    hashes: dict[str, Any] = {r.request_id: hashlib.sha256() for r in pending}
+    clocks: dict[str, PlaybackClock] = {r.request_id: PlaybackClock() for r in pending}
     handles: dict[str, RequestHandle] = {}
-    clocks: dict[str, PlaybackClock] = {}
     done: dict[str, RequestDone] = {}
     start = time.perf_counter()
     while pending or not engine.is_idle:
         while pending and engine.num_active < workload.concurrency:
             request = pending.pop(0)
             handles[request.request_id] = engine.submit(request, collect=keep_outputs)
-            hashes[request.request_id] = hashlib.sha256()
-            clocks[request.request_id] = PlaybackClock()
         engine.step()
         for event in engine.poll():
             if isinstance(event, AudioChunk):
@@ -202,6 +208,6 @@ def _drive(engine: Engine, program: CompiledProgram, workload: Workload, label: 
         digests=[hashes[rid].hexdigest() for rid in order],
         outputs=[handles[rid].result() for rid in order] if keep_outputs else [],
         stall_s=[clocks[rid].stall_s for rid in order],
-        overhead_s=engine.stats.overhead_s, critical_s=[path.path_s.get(rid, 0.0) for rid in order],
-        busy_s=busy.busy_s,
+        overhead_s=engine.stats.overhead_s, critical_s=[trace.path_s.get(rid, 0.0) for rid in order],
+        busy_s=trace.busy_s,
     )

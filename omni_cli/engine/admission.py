@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ..backends.base import Component
+from ..backends.base import Component
+
+_KEEPS_NOTHING = Component.kept_bytes
 
 
 class AdmissionError(RuntimeError):
@@ -26,6 +26,9 @@ class MemoryBudget:
         self.reserved = 0
         self.peak_reserved = 0
         self._kept = {id(c): c.kept_bytes() for c in components}
+        # components that keep nothing (the protocol's `kept_bytes`, always 0): no call after each of theirs
+        self._never_keep = {id(c) for c in components
+                            if getattr(getattr(c, "kept_bytes", None), "__func__", None) is _KEEPS_NOTHING}
 
     @property
     def free(self) -> int:
@@ -34,7 +37,7 @@ class MemoryBudget:
     def try_reserve(self, n: int) -> bool:
         if n < 0:
             raise ValueError("cannot reserve a negative number of bytes")
-        if n > self.free:
+        if n > self.capacity - self.reserved:  # self.free, without the property's call (per WorkUnit)
             return False
         self.reserved += n
         self.peak_reserved = max(self.peak_reserved, self.reserved)
@@ -49,6 +52,8 @@ class MemoryBudget:
         """After a call: what the component's calls have kept resident since this budget began (a cache
         grown by a new input shape, issue 17) stays reserved for good, past the capacity if it must (the
         memory is taken). Its step reserved it while the call ran."""
+        if id(component) in self._never_keep:
+            return
         kept = component.kept_bytes()
         grown = kept - self._kept.get(id(component), 0)
         if grown > 0:
@@ -56,8 +61,3 @@ class MemoryBudget:
             self.reserved += grown
             self.peak_reserved = max(self.peak_reserved, self.reserved)
 
-
-def batch_step_bytes(component: Component, kind: str, step_bytes: list[int]) -> int:
-    """What a batch holds at its peak: the component's declared `batch_step_bytes` (backends/base.py;
-    the steps add up unless the component knows better)."""
-    return int(component.batch_step_bytes(kind, step_bytes))

@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from functools import partial
 
 from ..program import CompiledProgram, WiredRequest
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
-from .admission import AdmissionError, MemoryBudget, batch_step_bytes, mib
+from .admission import AdmissionError, MemoryBudget, mib
 from .events import EventQueue
 from .executor import BatchOutcome, Call, Executor, InlineExecutor
 from .request import EngineRequest, RequestHandle
@@ -62,11 +63,10 @@ class Engine:
         rid = request.request_id or f"r{self._count}"
         if rid in self._requests:
             raise ValueError(f"request id {rid!r} is already in use")
-        holder: list[EngineRequest] = []
-        wired = self.program.wire(rid, request, lambda event: self._emit(holder[0], event), roles=self._roles)
-        resident, peak = wired.footprint.resident_bytes, wired.footprint.peak_step_bytes
-        r = EngineRequest(rid, request, wired, collect, self.now(), resident, peak)
-        holder.append(r)
+        r = EngineRequest(rid, request, None, collect, 0.0)  # made first: its loops emit through a partial, no lambda
+        r.wired = wired = self.program.wire(rid, request, partial(self._emit, r), roles=self._roles)
+        resident, peak = r.resident_bytes, r.peak_step_bytes = wired.footprint.resident_bytes, wired.footprint.peak_step_bytes
+        r.submitted_s = self.now()
         if resident + peak > self.budget.capacity:
             raise AdmissionError(f"request {rid} needs {mib(r.resident_bytes + peak)} ({mib(r.resident_bytes)} resident "
                                  f"+ {mib(peak)} per step), over the {mib(self.budget.capacity)} memory budget")
@@ -156,15 +156,16 @@ class Engine:
 
     def _launch(self, entries: list[Entry]) -> int:
         """Reserve the batch's step bytes and hand it to its component's executor; returns calls made."""
-        running = RequestStatus.RUNNING
-        live = [e for e in entries if e.request.status is running and not e.request.cancel_requested]
+        running, first = RequestStatus.RUNNING, entries[0].request  # one entry (most ticks alone): no list to build
+        live = ([e for e in entries if e.request.status is running and not e.request.cancel_requested] if len(entries) > 1
+                else entries if first.status is running and not first.cancel_requested else [])
         if not live:
             return 0
         component = live[0].loop.component
         key = id(component)
         if key in self._busy:
             return 0  # one call per component in flight: the plan is made again next tick
-        need = batch_step_bytes(component, live[0].plan.kind, [e.plan.step_bytes for e in live])
+        need = int(component.batch_step_bytes(live[0].plan.kind, [e.plan.step_bytes for e in live]))  # backends/base.py
         if not self.budget.try_reserve(need):
             if self._in_flight:
                 return 0  # calls in flight hold step bytes: wait for their refund
@@ -174,9 +175,7 @@ class Engine:
                 return 0
             half = len(live) // 2  # smaller batches fit: admission left room for any single step
             return self._launch(live[:half]) + self._launch(live[half:])
-        executor = self._executors.get(key)
-        if executor is None:
-            executor = self._executors[key] = InlineExecutor(component)
+        executor = self._executors.get(key) or self._executors.setdefault(key, InlineExecutor(component))
         t = time.perf_counter()
         kind, inputs = live[0].plan.kind, [e.plan.inputs for e in live]
         if executor.inline:  # fold at once, exactly as a synchronous call (no Future to build and settle)
@@ -218,13 +217,11 @@ class Engine:
 
     def _fold(self, live: list[Entry], reserved: int, outcome: BatchOutcome) -> None:
         """The scheduler's postprocess: refund, then fold each output into its loop (or fail its request)."""
+        loop, outputs, stats = live[0].loop, outcome.outputs, self.stats
         self.budget.release(reserved)
-        self.budget.keep(live[0].loop.component)
-        outputs = outcome.outputs
-        stats = self.stats
+        self.budget.keep(loop.component)
         stats.component_s += outcome.dur_s
         stats.batched_calls += 1
-        loop = live[0].loop
         loop_id = loop.loop_id
         # a component may hand back an exception in place of one request's output: that request fails
         # alone (the others' steps already ran and must not be run again); a request that ended while
@@ -235,7 +232,8 @@ class Engine:
                 if not live:
                     return
                 break
-        items = [(e.state, e.plan, o) for e, o in zip(live, outputs, strict=True)]
+        items = ([(e.state, e.plan, o) for e, o in zip(live, outputs, strict=True)] if len(live) > 1
+                 else [(live[0].state, live[0].plan, outputs[0])])
         try:
             errors = loop.advance_many(items)
         except Exception as exc:  # the batch's shared part (e.g. sampling) broke: fail each of its requests
@@ -248,10 +246,11 @@ class Engine:
                 continue
             r.units[loop_id] += 1
             stats.work_units += 1
-            if subscribers:  # building the event costs more than the bookkeeping around it
-                plan = entry.plan
-                self._trace(WorkUnitEvent(r.request_id, loop_id, plan.kind, plan.step, len(live),
-                                          outcome.start_s - self._t0, outcome.dur_s, loop.stage))
+            if subscribers:  # building the event costs more than the bookkeeping around it (_trace, inlined)
+                event = WorkUnitEvent(r.request_id, loop_id, entry.plan.kind, entry.plan.step, len(live),
+                                      outcome.start_s - self._t0, outcome.dur_s, loop.stage)
+                for fn in subscribers:
+                    fn(event)
 
     def _foldable(self, live: list[Entry], outputs: list, loop_id: str) -> tuple[list[Entry], list]:
         """The entries to fold: those whose request still runs; a request given an exception fails here."""

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from ..loops import Wait, WorkPlan
@@ -33,11 +35,11 @@ class Entry(NamedTuple):
     state: Any
 
 
-@dataclass
-class Group:
+@dataclass(slots=True)
+class Group:  # one per batch each tick: slotted, its entries passed in (a default factory costs a call)
     batch_key: tuple
     stage: int
-    entries: list[Entry] = field(default_factory=list)
+    entries: list[Entry]
 
 
 @dataclass(slots=True)
@@ -47,8 +49,14 @@ class Decision:
 
     admitted: list[Any]
     ended: list[tuple[Any, str | None]]  # (request, None: finished | error)
-    stalled: str | None = None  # every running loop waits on another and nothing is in flight: why
-    batches: list[Group] = field(default_factory=list)
+    stalled: str | None  # every running loop waits on another and nothing is in flight: why
+    batches: list[Group]
+
+
+# an Entry from a tuple in one C call (Entry(...) goes through NamedTuple's Python-level __new__), and the
+# groups' sort key as a C getter: both run every tick
+_entry = partial(tuple.__new__, Entry)
+_STAGE = attrgetter("stage")
 
 
 def group_plans(entries: Sequence[Entry], max_batch: int) -> list[Group]:
@@ -61,9 +69,10 @@ def group_plans(entries: Sequence[Entry], max_batch: int) -> list[Group]:
         key = entry.plan.batch_key
         group = groups.get(key)
         if group is None or len(group.entries) >= max_batch:
-            group = groups[key] = Group(key, entry.stage)
+            group = groups[key] = Group(key, entry.stage, [entry])
             ordered.append(group)
-        group.entries.append(entry)
+        else:
+            group.entries.append(entry)
     return ordered
 
 
@@ -72,7 +81,7 @@ def order_groups(groups: list[Group], policy: str) -> list[Group]:
     if policy == "latency-first":
         if len(groups) < 2:
             return groups
-        return sorted(groups, key=lambda g: -g.stage)  # stable: ties keep request order
+        return sorted(groups, key=_STAGE, reverse=True)  # stable (reverse too): ties keep request order
     if policy == "round-robin":
         return groups
     raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
@@ -127,7 +136,7 @@ class Scheduler:
                     ended.append((r, f"{loop.loop_id}: {one_line(exc)}"))
                     break
                 if nxt.__class__ is WorkPlan:
-                    entries.append(Entry(nxt, loop.stage, r, loop, state))
+                    entries.append(_entry((nxt, loop.stage, r, loop, state)))
                     pending = True
                 elif nxt.__class__ is Wait:
                     waits.append((r, loop.loop_id, nxt))
@@ -141,7 +150,7 @@ class Scheduler:
         if not in_flight and len(ended) < len(running):
             # every loop waits on another: a broken program, never a reason to spin forever
             stalled = "; ".join(f"{r.request_id}/{loop_id}: {w.reason}" for r, loop_id, w in waits[:3])
-        return Decision(admitted, ended, stalled)
+        return Decision(admitted, ended, stalled, [])
 
     def _admit(self, admitted: list[Any]) -> None:
         while self.queued:

@@ -177,8 +177,8 @@ class ARDecodeLoop(Loop):
         fewest, most = state.feed.bounds()
         token, drawn = plan.forced_token, None
         if token is None:
-            drawn = self.sampler.distribution([output.logits], [state.history], [len(state.tokens) >= fewest])
-            (token,) = self.sampler.draw(drawn, [state.rng])
+            drawn = self.sampler.one_row(output.logits, state.history, len(state.tokens) >= fewest)
+            token = self.sampler.draw_one(drawn, state.rng)
         try:
             if state.recorder is not None:
                 state.recorder.ar_step(plan.step, output.logits, token, state.history, len(state.tokens) >= fewest,

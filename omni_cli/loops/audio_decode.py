@@ -52,6 +52,10 @@ class AudioState(LoopState):
     first_audio_at: float | None = None
     last_audio_at: float | None = None
     per_code_s: float | None = None
+    # waiting for a chunk of fixed size: the talker items it needs at least (codes are at most its items), and
+    # the Wait given; below that many nothing can have changed, and next() answers it without looking again
+    ready_items: int = 0
+    waiting: Wait | None = None
 
 
 @register_loop_kind
@@ -72,6 +76,7 @@ class AudioDecodeLoop(Loop):
         self.chunk_codes = spec.chunk_codes  # 0: the whole utterance as one chunk
         # codes of context a chunk's window reads besides its own (a cost per chunk, whatever its size)
         self.context_codes = int(getattr(component, "context_codes", component.lookahead_codes))
+        self._slack = spec.chunk_growth == "slack"  # else the sizes are the card's alone (no call per tick)
 
     def init(self, feed: CodesFeed, out: Channel, request: LoopRequest) -> AudioState:
         return AudioState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
@@ -89,6 +94,9 @@ class AudioDecodeLoop(Loop):
     def next(self, state: AudioState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
             return DONE
+        upstream = state.feed.upstream
+        if len(upstream.items) < state.ready_items and not upstream.is_closed:
+            return state.waiting  # most ticks before each chunk: one comparison instead of the checks below
         seen = state.feed.available()
         if seen is None:
             return Wait(state.feed.describe_wait)
@@ -102,13 +110,16 @@ class AudioDecodeLoop(Loop):
                 return Wait(state.feed.describe_wait)
             end = n
         else:
-            size = self._chunk_size(state)
+            size = self._chunk_size(state) if self._slack else self.spec.chunk_size(state.step)
             end = min(start + size, n)
             # a chunk runs once it is full and its look-ahead has arrived, or the codes are final
             if not is_final and (end - start < size or n < end + self.component.lookahead_codes):
                 state.status = LoopStatus.WAITING
-                return Wait(state.feed.describe_wait)
-        state.status = LoopStatus.RUNNING
+                wait = Wait(state.feed.describe_wait)
+                if not self._slack:  # (slack sizes change as time passes: looked at again each tick)
+                    state.ready_items, state.waiting = start + size + self.component.lookahead_codes, wait
+                return wait
+        state.status, state.ready_items = LoopStatus.RUNNING, 0
         if self.spec.chunk_growth == "slack":
             state.planned_at = self.clock()
         inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final)

@@ -60,7 +60,7 @@ class Sampler:
                      allow_eos: Sequence[bool]) -> Drawn:
         """The rows the tokens are drawn from: penalty, masks, temperature, top-k, top-p, row by row."""
         if len(logits) == 1:  # the common case at low concurrency
-            return self._one_row(logits[0], histories[0], allow_eos[0])
+            return self.one_row(logits[0], histories[0], allow_eos[0])
         p, penalty = self.params, self._penalty
         if penalty == 1.0:  # one C call: each row cast to float32 as np.asarray(x, dtype=np.float32) does
             scores = np.array(logits, dtype=np.float32)
@@ -84,7 +84,7 @@ class Sampler:
             _top_p(probs, p.top_p)
         return Drawn(None, probs, np.add.accumulate(probs, axis=1))
 
-    def _one_row(self, logits: np.ndarray, history: Sequence[int], allow_eos: bool) -> Drawn:
+    def one_row(self, logits: np.ndarray, history: Sequence[int], allow_eos: bool) -> Drawn:
         """`distribution` of one row, the same operations on the same numbers (so the same bits) with fewer
         numpy calls: a draw costs about as much as the talker's step on the toy card, all of it fixed cost."""
         scores = logits if logits.__class__ is np.ndarray and logits.dtype == _F32 else np.asarray(logits, dtype=_F32)
@@ -119,10 +119,16 @@ class Sampler:
         # scaling by each row's total keeps u below it, so the chosen bin always has mass; the token is
         # the number of bins whose cumulative mass is <= u (a cumulative sum never decreases)
         if len(rngs) == 1:
-            row = cumulative[0]
-            return [int(row.searchsorted(rngs[0].random() * row[-1], side="right"))]
+            return [self.draw_one(dist, rngs[0])]
         u = np.array([rng.random() for rng in rngs]) * cumulative[:, -1]
         return np.add.reduce(cumulative <= u[:, None], axis=1).tolist()  # counts (int64), as np.sum
+
+    def draw_one(self, dist: Drawn, rng: np.random.Generator) -> int:
+        """`draw` of a one-row `dist` (`one_row`'s) with its generator: the same token, without the lists."""
+        if dist.greedy is not None:
+            return int(dist.greedy[0])
+        row = dist.cumulative[0]
+        return int(row.searchsorted(rng.random() * row[-1], side="right"))
 
 
 def _top_p(probs: np.ndarray, top_p: float) -> None:

@@ -18,10 +18,10 @@ class RequestStatus(enum.Enum):
 
     @property
     def is_done(self) -> bool:
-        return self in _DONE  # a set made once: the engine asks per WorkUnit
+        return self in _DONE  # the engine asks per WorkUnit: a tuple compares by identity, a set would hash
 
 
-_DONE = frozenset({RequestStatus.FINISHED, RequestStatus.CANCELLED, RequestStatus.FAILED})
+_DONE = (RequestStatus.FINISHED, RequestStatus.CANCELLED, RequestStatus.FAILED)
 
 
 @dataclass(frozen=True)

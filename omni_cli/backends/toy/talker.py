@@ -43,7 +43,8 @@ class NumpyTalker(TalkerModel):
     # hand-off: thinker items -> conditioning
     def _reply_vector(self, item: ARItem) -> np.ndarray:
         # the state that chose the token, and the token itself
-        return np.concatenate([item.hidden[-1], self.thinker.embed_tokens([item.token])[0]])
+        # the token's embedding row read directly: embed_tokens([token])[0] is the same row, after two more calls
+        return np.concatenate((item.hidden[-1], self.thinker.embedding[item.token]))
 
     def _end_vector(self, token: int) -> np.ndarray:
         # the same few rows every step after the reply (on the engine's thread, in the feed): made once, read-only
@@ -75,8 +76,8 @@ class NumpyTalker(TalkerModel):
         return self._end_vector(TEXT_EOS if says_eos else TEXT_PAD)
 
     def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
-        replies = max(1, len(items))
-        return self.params.min_codes_per_token * replies, self.max_codes_for(replies)
+        replies = max(1, len(items))  # per talker step: max_codes_for(replies), inlined
+        return self.params.min_codes_per_token * replies, self.params.max_codes_per_token * replies + 8
 
     def max_codes_for(self, num_reply_tokens: int) -> int:
         return self.params.max_codes_per_token * max(1, num_reply_tokens) + 8

@@ -36,7 +36,7 @@ class NumpyThinker(ThinkerModel):
         return ThinkerPrompt([BOS, CHAT, *data, SPEAK], None)
 
     def decode_text(self, token_ids: list[int]) -> str:
-        return bytes(t for t in token_ids if t < 256).decode("utf-8", errors="replace")
+        return bytes([t for t in token_ids if t < 256]).decode("utf-8", errors="replace")  # a list: faster than a generator
 
     def embed_tokens(self, token_ids: list[int]) -> np.ndarray:
         return self.embedding[np.asarray(token_ids, dtype=np.int64)]

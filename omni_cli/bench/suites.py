@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..backends.base import LoadReporter
 from ..program import CompiledProgram
+from .loads import generate_load, our_load
 from .workload import BenchResult, Workload, max_rss_bytes, run_workload
 
 # told before each configuration runs: (its label, its number from 1, how many there are, what it runs)
@@ -69,7 +71,8 @@ def process_timings(card: str, repeats: int = 3) -> dict[str, float]:
         }
 
 
-def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_min: int = 0) -> CompiledProgram:
+def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_min: int = 0,
+                   on_load: LoadReporter | None = None) -> CompiledProgram:
     """The same card with greedy AR loops (repetition penalty kept) and transformers 5.24's talker prefill:
     what `generate(talker_do_sample=False)` computes, so both sides make the same tokens.
     `max_tokens` caps loops by role (e.g. {"talker": 200}: a random tiny talker may never say EOS)."""
@@ -84,7 +87,7 @@ def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_
                   else comp for name, comp in card.components.items()}
     variant = replace(card, loops=loops, components=components, params={**card.params, "codec_bos_pad_in_prefill": False})
     variant.source, variant.located = card.source, card.located
-    return compile_program(variant, program.program, program.settings)
+    return compile_program(variant, program.program, program.settings, on_load)
 
 
 def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_chars: int = 50,
@@ -94,7 +97,7 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
 
     Returns the results ("ours-1", f"ours-{concurrency}" unless that is 1, "generate") and how the outputs
-    compare.
+    compare, with each side's load ("load": seconds and weight tensors read; loads.py says what counts).
     Both sides make `talker_codes` codes per utterance (EOS suppressed before, the bound after): a random
     tiny talker would otherwise stop at whatever length its weights happen to give.
     """
@@ -102,7 +105,10 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
 
     from ..backends.hf.reference import GenerateReference
 
-    ours = greedy_variant(program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes)
+    model_path = program.settings.get("model_path") or program.card.params["model_path"]
+    loads = {"generate": generate_load(program, model_path)}  # first, and released before ours loads
+    ours, loads["ours"] = our_load(lambda on_load: greedy_variant(
+        program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes, on_load=on_load))
     work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat")
     results = []
     workloads = (work,) if concurrency == 1 else (work, replace(work, concurrency=concurrency))
@@ -116,15 +122,16 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
     # generate gets as many intra-op threads as the widest of our components: the same cores, no more
     threads = max((t["count"] for t in ours.threads().values()), default=None)
-    # generate runs on our components' own loaded model: the same weights, no second copy to load
-    reference = GenerateReference(ours.settings.get("model_path") or card.params["model_path"],
-                                  sorted(talker.eos_token_ids), model=thinker.model, num_threads=threads)
+    # generate runs on our components' own loaded model: the same weights, no second copy kept (its own
+    # load was timed above and released)
+    reference = GenerateReference(model_path, sorted(talker.eos_token_ids), model=thinker.model, num_threads=threads)
     voice = ours.voices()[0]
     on_progress("generate", total, total, f"Hugging Face generate, {_described(work)}, one after another")
     runs = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
                           thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
             for request in work.requests()]
-    compared: dict[str, Any] = {"requests": len(runs), "generate_threads": threads}
+    compared: dict[str, Any] = {"requests": len(runs), "generate_threads": threads,
+                                "load": {**loads, "order": ["generate", "ours"]}}
     for result in results:  # every ours run, the concurrent one (batched decode steps) included
         same, snr = 0, []
         for ref, mine in zip(runs, result.outputs, strict=True):

@@ -77,6 +77,10 @@ def reference_targets(results: list[BenchResult], outputs: dict[str, Any]) -> li
         same = outputs[label]["same_tokens"]
         rows.append(_row(f"requests whose tokens and codes equal generate's ({label})", same, f"{n} of {n}",
                          same == n, "{:d}"))
+    if "load" in outputs:  # each side's fresh load in this process (loads.py: what it includes)
+        load = outputs["load"]
+        rows.append(_row("load time, ours / generate (torch imported, files cached)",
+                         load["ours"]["s"] / load["generate"]["s"], "(reported)", None, "{:.2f}x"))
     for label in labels:
         rows.append(_row(f"waveform vs generate, worst request ({label}, chunked token2wav)",
                          outputs[label]["min_snr_db"], "(reported)", None, "{:.0f} dB SNR"))

@@ -14,7 +14,10 @@ and one ten times longer, concurrency 1 vs N — and prints each target as a rat
 run. With --reference (an hf card and its --model-path) it instead runs chat-mode utterances of
 --codes codec tokens through our engine (greedy, streaming) and through Hugging Face `generate`
 one request after another on the same checkpoint, checks that both make the same tokens, and
-prints our figures beside generate's and issue 19's targets beside the ratios of this run. On hf cards
+prints our figures beside generate's and issue 19's targets beside the ratios of this run, and each
+side's load time: a fresh load of the weights in this process, generate's (from_pretrained and its
+tokenizer) first, then ours (the card compiled, weights, tokenizer, voices, an engine made), both
+after the card's own load, so torch is imported and the files are in the OS cache for both. On hf cards
 it first says the torch intra-op threads each component ran with and where each count came from
 (`generate` gets the widest component's).
 
@@ -84,11 +87,17 @@ def bench(
             typer.echo(json.dumps(r.summary(), ensure_ascii=False))
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False))
+        if ref:
+            typer.echo(json.dumps({"load": ref[1]["load"]}))
         if threads:
             typer.echo(json.dumps({"threads": threads, "generate_threads": generate_threads}))
         return
     if threads:
         typer.echo(threads_line(threads, generate_threads))
+    if ref:
+        from ..bench.loads import load_line
+
+        typer.echo(load_line(ref[1]["load"]))
     _render(results + ref_results, rows)
 
 

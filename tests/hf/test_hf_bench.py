@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import pytest
 
 pytest.importorskip("torch")
@@ -30,6 +33,18 @@ def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_rati
     throughput = rows["audio s per wall s, ours-2 / generate one by one"]
     assert throughput["value"] == pytest.approx(s["ours-2"]["audio_s_per_wall_s"] / s["generate"]["audio_s_per_wall_s"])
     assert rows["requests whose tokens and codes equal generate's (ours-2)"]["met"] is True
+    loads = compared["load"]  # each side loaded the weights afresh: every tensor of the checkpoint, timed
+    assert loads["order"] == ["generate", "ours"]
+    assert loads["ours"]["tensors"] == loads["generate"]["tensors"] == checkpoint_tensors(tiny_checkpoint)
+    assert all(0 < loads[side]["s"] < math.inf for side in ("ours", "generate"))
+    ratio = rows["load time, ours / generate (torch imported, files cached)"]
+    assert ratio["value"] == pytest.approx(loads["ours"]["s"] / loads["generate"]["s"]) and ratio["met"] is None
+
+
+def checkpoint_tensors(directory) -> int:
+    from safetensors import safe_open
+
+    return sum(len(safe_open(str(f), "pt").keys()) for f in directory.glob("*.safetensors"))
 
 
 def test_at_concurrency_1_the_reference_suite_runs_ours_once(tiny_checkpoint):
@@ -67,7 +82,12 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
                          ("requests whose tokens and codes equal generate's (ours-2)", "2 of 2")]:
         row = next(line for line in lines if target in line)
         assert goal in row and any(verdict in row for verdict in ("yes", "NO"))
+    tensors = checkpoint_tensors(tiny_checkpoint)
+    assert re.fullmatch(rf"load: ours [\d.]+ s \({tensors} tensors\), generate [\d.]+ s \({tensors}\), "
+                        r"ratio [\d.]+x", lines[1]) and len(lines[1]) <= 80
     records = [json.loads(line) for line in subprocess.run(argv + ["--json"], capture_output=True, text=True,
                                                            env=env, cwd=root, timeout=600).stdout.splitlines()]
+    load = records[-2]["load"]
+    assert load["ours"]["tensors"] == load["generate"]["tensors"] == tensors and load["ours"]["s"] > 0
     assert records[-1] == {"threads": {name: {"count": 1, "source": "default"}
                                        for name in ("thinker", "talker", "vocoder")}, "generate_threads": 1}

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..base import LoadReporter, no_report
+
 
 @dataclass
 class ReferenceRun:
@@ -63,6 +65,22 @@ class GenerateReference:
         talker = captured["talker"][0, len(input_ids) + 2:].tolist()
         samples = wave.reshape(-1).float().cpu().numpy()
         return ReferenceRun(sequences[0, len(input_ids):].tolist(), talker, samples, latency)
+
+
+def load_reference(model_path: str, dtype: object = None, device: object = "cpu", on_load: LoadReporter = no_report):
+    """What a `generate` user loads before the first call: the model (in `dtype`, a torch dtype: None for
+    the checkpoint's own) in eval mode on `device`, and the tokenizer to make its input ids; from_pretrained
+    reads `spk_dict.pt` itself. `on_load` hears each weight tensor, as our own load's reporter does
+    (`omni bench --reference` counts them: a load that read no weights shows). Returns (model, tokenizer)."""
+    from transformers import AutoTokenizer, Qwen2_5OmniForConditionalGeneration
+
+    from .loading import counted_weights, quiet_transformers
+
+    with quiet_transformers(), counted_weights(on_load):
+        model = Qwen2_5OmniForConditionalGeneration.from_pretrained(model_path, dtype=dtype or "auto")
+    with quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    return model.to(device).eval(), tokenizer
 
 
 def _forcing(forced: list[int], prompt_len: int):

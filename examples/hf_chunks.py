@@ -9,8 +9,9 @@ concurrency 1 and at concurrency `--requests`. A variant is NAME:KEY=VALUE,...: 
 audio_decode loop (chunk_growth, chunk_codes, first_chunk_codes) or of the vocoder's params; the default
 pair is the shipped card's doubling chunks ("double") beside `chunk_growth: slack` up to 400 codes
 ("slack"). It prints one JSON line per run and, per variant, the best and worst over rounds of TTFA p50,
-latency p50, stall max, audio s per wall s and DiT windows per utterance, and the worst waveform SNR
-against one whole-utterance chunk of the same codes (the tokens are the same: greedy).
+latency p50, stall max, audio s per wall s, DiT windows per utterance and DiT forwards (windows batched
+together run as one), and the worst waveform SNR against one whole-utterance chunk of the same codes (the
+tokens are the same: greedy).
 """
 
 from __future__ import annotations
@@ -64,6 +65,15 @@ def main() -> None:
             return run_chunks(kind, inputs)
 
         vocoder.run = counted
+    from omni_cli.backends.hf import token2wav
+
+    forwards, sample_window = [0], token2wav.sample_window  # DiT forwards: one per group of windows
+
+    def counted_forward(*args, **kwargs):
+        forwards[0] += 1
+        return sample_window(*args, **kwargs)
+
+    token2wav.sample_window = counted_forward
     work = Workload(num_requests=args.requests, text_chars=60, mode="chat")
     reference = run_workload(whole, work, "whole", keep_outputs=True).outputs
     figures: dict[tuple[str, str], list[dict]] = {}
@@ -71,19 +81,21 @@ def main() -> None:
         for name, program in chunkings.items():
             for workload in (work, replace(work, concurrency=args.requests)):
                 label = f"ours-{workload.concurrency}"
-                windows[name][0] = 0
+                windows[name][0] = forwards[0] = 0
                 result = run_workload(program, workload, label, keep_outputs=True)
                 s = result.summary()
                 row = {"round": round_, "chunks": name, "run": label, "ttfa_p50_s": s["ttfa_p50_s"],
                        "latency_p50_s": s["latency_p50_s"], "stall_max_s": s["stall_max_s"],
                        "audio_s_per_wall_s": s["audio_s_per_wall_s"], "windows_per_utterance":
-                       windows[name][0] / args.requests, "min_snr_db": _worst_snr(reference, result.outputs)}
+                       windows[name][0] / args.requests, "dit_forwards": forwards[0],
+                       "min_snr_db": _worst_snr(reference, result.outputs)}
                 figures.setdefault((name, label), []).append(row)
                 print(json.dumps(row), flush=True)
     print("per chunking: best-worst over rounds")
     for (name, label), rows in figures.items():
         parts = [f"{key} {min(r[key] for r in rows):.3f}-{max(r[key] for r in rows):.3f}"
-                 for key in ("ttfa_p50_s", "latency_p50_s", "stall_max_s", "audio_s_per_wall_s", "windows_per_utterance")]
+                 for key in ("ttfa_p50_s", "latency_p50_s", "stall_max_s", "audio_s_per_wall_s", "windows_per_utterance",
+                              "dit_forwards")]
         print(f"  {name:<7}{label:<8}" + "; ".join(parts) + f"; worst SNR {min(r['min_snr_db'] for r in rows):.0f} dB")
 
 

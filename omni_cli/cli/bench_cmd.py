@@ -118,17 +118,30 @@ def _render(results, rows) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 140)  # a pipe or file gets the full table
-    table = Table(title="workloads", show_lines=False)
-    for col in ("configuration", "TTFA p50", "TTFA p95", "latency p50", "RTF p50", "stall max", "audio s / wall s",
-                "WU / s", "overhead µs/WU", "reserved MiB"):
-        table.add_column(col, justify="right" if col != "configuration" else "left")
+    from .fit import column_groups, terminal_width
+
+    width = terminal_width()
+    console = Console(width=width or 140)  # a pipe or file gets the full table
+    columns = ("configuration", "TTFA p50", "TTFA p95", "latency p50", "RTF p50", "stall max", "audio s / wall s",
+               "WU / s", "overhead µs/WU", "reserved MiB")
+    cells = []
     for r in results:
         s = r.summary()
-        table.add_row(s["label"], _ms(s["ttfa_p50_s"]), _ms(s["ttfa_p95_s"]), _ms(s["latency_p50_s"]),
-                      _num(s["rtf_p50"], 3), _ms(s["stall_max_s"]), _num(s["audio_s_per_wall_s"], 1), _num(s["work_units_per_s"], 0),
-                      _num(s["overhead_us_per_unit"], 1), _num(s["peak_reserved_mib"], 1))
-    console.print(table)
+        cells.append((s["label"], _ms(s["ttfa_p50_s"]), _ms(s["ttfa_p95_s"]), _ms(s["latency_p50_s"]),
+                      _num(s["rtf_p50"], 3), _ms(s["stall_max_s"]), _num(s["audio_s_per_wall_s"], 1),
+                      _num(s["work_units_per_s"], 0), _num(s["overhead_us_per_unit"], 1), _num(s["peak_reserved_mib"], 1)))
+    # an 80-column terminal gets two tables, each led by the configuration, not ten squeezed columns
+    # whose names and figures rich would cut to "stre…"
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    groups = column_groups(widths, width)
+    for part, group in enumerate(groups, 1):
+        title = "workloads" if len(groups) == 1 else f"workloads ({part} of {len(groups)})"
+        table = Table(title=title, show_lines=False)
+        for i in (0, *group):
+            table.add_column(columns[i], justify="left" if i == 0 else "right", no_wrap=True)
+        for row in cells:
+            table.add_row(*(row[i] for i in (0, *group)))
+        console.print(table)
     goals = Table(title="targets (measured in this run)")
     for col in ("target", "measured", "goal", "met"):
         goals.add_column(col)

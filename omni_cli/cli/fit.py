@@ -55,3 +55,20 @@ def _block(parts: list[str], width: int, indent: str) -> list[str]:
     for part in parts[1:]:
         lines.extend(textwrap.wrap(part, width - len(inner), initial_indent=inner, subsequent_indent=inner))
     return lines
+
+
+def column_groups(widths: list[int], width: int | None) -> list[list[int]]:
+    """A wide table's columns split into tables that fit, each led by the first column: indices of the
+    other columns per table, in order. `widths`: each column's text width (header or widest cell).
+    A boxed table spends 3 characters per column (a border and a space each side) and 1 to close it,
+    so without a width, or where the whole table fits, it stays one table."""
+    lead = widths[0] + 3 + 1
+    groups: list[list[int]] = [[]]
+    used = lead
+    for i in range(1, len(widths)):
+        if width is not None and groups[-1] and used + widths[i] + 3 > width:
+            groups.append([])
+            used = lead
+        groups[-1].append(i)
+        used += widths[i] + 3
+    return groups

@@ -23,3 +23,32 @@ def test_bench_names_each_configuration_on_stderr_as_it_starts_and_keeps_stdout_
     ]
     labels = [json.loads(line).get("label") for line in done.stdout.splitlines()]
     assert labels[:5] == ["stream", "stream-10x", "barrier", "concurrency-1", "concurrency-2"]
+
+
+def _bench_tables(tmp_path, columns: str | None) -> str:
+    env = proc_env(tmp_path)
+    env.pop("COLUMNS", None)
+    if columns is not None:
+        env["COLUMNS"] = columns
+    done = subprocess.run([sys.executable, "-m", "omni_cli.cli", "bench", "--requests", "1", "--concurrency", "2",
+                           "--chars", "8", "--no-processes"], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_tables_fit_an_80_column_terminal_with_every_name_and_figure_whole(tmp_path):
+    out = _bench_tables(tmp_path, "80")
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert "…" not in out, out  # rich cuts a cell it cannot fit with an ellipsis
+    assert "workloads (1 of 2)" in out and "workloads (2 of 2)" in out
+    workloads = out.split("targets (measured in this run)")[0]
+    for label in ("stream", "stream-10x", "barrier", "concurrency-1", "concurrency-2"):
+        assert workloads.count(f"│ {label} ") == 2, label  # each configuration leads a row of both tables
+    for header in ("TTFA p50", "latency p50", "stall max", "audio s / wall s", "overhead µs/WU", "reserved MiB"):
+        assert header in out, header
+
+
+def test_a_pipe_gets_one_workloads_table(tmp_path):
+    out = _bench_tables(tmp_path, None)
+    assert "workloads (1 of" not in out and "overhead µs/WU" in out and "│ concurrency-2 " in out

@@ -66,3 +66,16 @@ def test_every_help_page_fits_80_columns(omni, monkeypatch, command):
     result = omni(*command, "--help")
     assert result.exit_code == 0, result.stderr
     assert [line for line in result.stdout.splitlines() if len(line) > 80] == []
+
+
+def test_column_groups_keep_a_table_whole_when_it_fits_and_split_it_when_not():
+    from omni_cli.cli.fit import column_groups
+
+    widths = [13, 8, 8, 11, 16, 14]  # the first column leads every table
+    assert column_groups(widths, None) == [[1, 2, 3, 4, 5]]
+    whole = widths[0] + 4 + sum(w + 3 for w in widths[1:])
+    assert column_groups(widths, whole) == [[1, 2, 3, 4, 5]]
+    groups = column_groups(widths, whole - 1)
+    assert [i for g in groups for i in g] == [1, 2, 3, 4, 5] and len(groups) == 2
+    for g in groups:
+        assert widths[0] + 4 + sum(widths[i] + 3 for i in g) <= whole - 1

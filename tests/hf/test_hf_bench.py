@@ -33,6 +33,12 @@ def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_rati
     throughput = rows["audio s per wall s, ours-2 / generate one by one"]
     assert throughput["value"] == pytest.approx(s["ours-2"]["audio_s_per_wall_s"] / s["generate"]["audio_s_per_wall_s"])
     assert rows["requests whose tokens and codes equal generate's (ours-2)"]["met"] is True
+    for label, share_goal in (("ours-1", 0.05), ("ours-2", 0.03)):  # issue 11's engine targets, on a real model
+        share = rows[f"engine overhead, share of wall time per WorkUnit ({label})"]
+        assert 0 < share["value"] == s[label]["overhead_share"] < 1
+        assert share["met"] is (share["value"] < share_goal)
+        path = rows[f"TTFA / first chunk's critical path, p50 ({label})"]
+        assert path["value"] == s[label]["ttfa_over_critical_p50"] >= 1  # TTFA includes the path's own units
     loads = compared["load"]  # each side loaded the weights afresh: every tensor of the checkpoint, timed
     assert loads["order"] == ["generate", "ours"]
     assert loads["ours"]["tensors"] == loads["generate"]["tensors"] == checkpoint_tensors(tiny_checkpoint)

@@ -20,7 +20,7 @@ from omni_cli.backends.hf import build  # noqa: E402
 from omni_cli.backends.hf.ar import last_logits  # noqa: E402
 from omni_cli.backends.hf.token2wav import NOISE_GROWTH_FRAMES  # noqa: E402
 from omni_cli.engine import Engine  # noqa: E402
-from omni_cli.engine.admission import AdmissionError, batch_step_bytes  # noqa: E402
+from omni_cli.engine.admission import AdmissionError  # noqa: E402
 from omni_cli.spec.request import SpeakRequest  # noqa: E402
 
 
@@ -47,9 +47,10 @@ def test_vocoder_state_is_sized_from_the_requests_codes(parts):
 def test_a_batch_reserves_what_it_holds(parts):
     thinker, vocoder = parts["thinker"], parts["vocoder"]
     prefill = [thinker.step_bytes(50, 50), thinker.step_bytes(30, 30)]
-    assert batch_step_bytes(thinker, AR_PREFILL, prefill) == max(prefill)  # one forward after another
+    # what the engine reserves for a batch: int(component.batch_step_bytes(kind, each member's step bytes))
+    assert int(thinker.batch_step_bytes(AR_PREFILL, prefill)) == max(prefill)  # one forward after another
     decode = [thinker.step_bytes(1, 50), thinker.step_bytes(1, 30)]
-    assert batch_step_bytes(thinker, AR_TOKEN, decode) == sum(decode)  # one forward together
+    assert int(thinker.batch_step_bytes(AR_TOKEN, decode)) == sum(decode)  # one forward together
     chunk = vocoder.step_bytes(8, start=0, is_final=True)
     convs, threads = vocoder.convs, vocoder.threads.count
     alone = convs.reorder_bytes(1, chunk.frames, threads) + convs.cache_bytes(1, chunk.frames, threads) + chunk.act
@@ -58,7 +59,7 @@ def test_a_batch_reserves_what_it_holds(parts):
     # included), the DiT's windows integrated together
     together = convs.reorder_bytes(3, chunk.frames, threads) + convs.cache_bytes(3, chunk.frames, threads) + 3 * chunk.act
     assert convs.reorder_bytes(3, chunk.frames, threads) == convs.widest
-    assert batch_step_bytes(vocoder, "audio_chunk", [chunk] * 3) == max(3 * chunk.dit, together)
+    assert int(vocoder.batch_step_bytes("audio_chunk", [chunk] * 3)) == max(3 * chunk.dit, together)
 
 
 def test_the_onednn_rule_is_torchs_own_choice(parts):

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..backends.base import LoadReporter
 from ..program import CompiledProgram
-from .loads import generate_load, our_load
+from .loads import timed_loads
 from .workload import BenchResult, Workload, max_rss_bytes, run_workload
 
 # told before each configuration runs: (its label, its number from 1, how many there are, what it runs)
@@ -46,8 +46,9 @@ def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_cha
     return results
 
 
-def process_timings(card: str, repeats: int = 3) -> dict[str, float]:
-    """Best-of-`repeats` wall seconds of `omni --help` and of `omni speak` (start to file closed)."""
+def process_timings(card: str, repeats: int = 3, model_path: str | None = None) -> dict[str, float]:
+    """Best-of-`repeats` wall seconds of `omni --help` and of `omni speak` (start to file closed), on
+    `model_path` when given (an hf card has no checkpoint of its own)."""
     import os
     import subprocess
     import sys
@@ -66,8 +67,9 @@ def process_timings(card: str, repeats: int = 3) -> dict[str, float]:
         out = os.path.join(tmp, "bench.wav")
         return {
             "help_s": best(omni + ["--help"]),
-            "speak_s": best(omni + ["speak", "--card", card, "-q", "--force", "-o", out,
-                                    "The quick brown fox jumps over the lazy dog."]),
+            "speak_s": best(omni + ["speak", "--card", card, "-q", "--force", "-o", out]
+                            + ([] if model_path is None else ["--model-path", model_path])
+                            + ["The quick brown fox jumps over the lazy dog."]),
         }
 
 
@@ -92,12 +94,13 @@ def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_
 
 def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_chars: int = 50,
                     concurrency: int = 8, thinker_max: int = 12,
-                    talker_codes: int = 200,
+                    talker_codes: int = 200, load_rounds: int = 1,
                     on_progress: BenchProgress = _no_progress) -> tuple[list[BenchResult], dict[str, Any]]:
     """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
 
     Returns the results ("ours-1", f"ours-{concurrency}" unless that is 1, "generate") and how the outputs
-    compare, with each side's load ("load": seconds and weight tensors read; loads.py says what counts).
+    compare, with each side's load ("load": seconds and weight tensors read, the fastest of `load_rounds`
+    alternated loads; loads.py says what counts).
     Both sides make `talker_codes` codes per utterance (EOS suppressed before, the bound after): a random
     tiny talker would otherwise stop at whatever length its weights happen to give.
     """
@@ -106,9 +109,9 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     from ..backends.hf.reference import GenerateReference
 
     model_path = program.settings.get("model_path") or program.card.params["model_path"]
-    loads = {"generate": generate_load(program, model_path)}  # first, and released before ours loads
-    ours, loads["ours"] = our_load(lambda on_load: greedy_variant(
-        program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes, on_load=on_load))
+    ours, loads = timed_loads(program, model_path, lambda on_load: greedy_variant(
+        program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes, on_load=on_load),
+        load_rounds)
     work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat")
     results = []
     workloads = (work,) if concurrency == 1 else (work, replace(work, concurrency=concurrency))
@@ -131,7 +134,7 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
                           thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
             for request in work.requests()]
     compared: dict[str, Any] = {"requests": len(runs), "generate_threads": threads,
-                                "load": {**loads, "order": ["generate", "ours"]}}
+                                "load": loads}
     for result in results:  # every ours run, the concurrent one (batched decode steps) included
         same, snr = 0, []
         for ref, mine in zip(runs, result.outputs, strict=True):

@@ -17,7 +17,8 @@ one request after another on the same checkpoint, checks that both make the same
 prints our figures beside generate's and issue 19's targets beside the ratios of this run, and each
 side's load time: a fresh load of the weights in this process, generate's (from_pretrained and its
 tokenizer) first, then ours (the card compiled, weights, tokenizer, voices, an engine made), both
-after the card's own load, so torch is imported and the files are in the OS cache for both. On hf cards
+after the card's own load, so torch is imported and the files are in the OS cache for both (--rounds N:
+N alternated pairs, each side's fastest). On hf cards
 it first says the torch intra-op threads each component ran with and where each count came from
 (`generate` gets the widest component's).
 
@@ -47,7 +48,7 @@ def bench(
                                          help="instead: these placements (thread, process, ray) beside inline: "
                                               "throughput, same audio, and each executor's cost per call"),
     rounds: int = typer.Option(1, "--rounds", min=1, max=100, help="--placement: alternate the placements' timed runs "
-                               "this many times, keeping each one's fastest"),
+                               "this many times, keeping each one's fastest; --reference: so the loads"),
     rollout: bool = typer.Option(False, "--rollout", help="instead: overhead per WorkUnit served and rolled out "
                                  "(recording every step), best of 3 alternated runs at concurrency 1 and N"),
 ) -> None:
@@ -71,13 +72,13 @@ def bench(
                                      "(e.g. --card qwen2_5_omni --model-path DIR)", param_hint="--reference")
 
         ref = reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
-                              talker_codes=codes, on_progress=_progress)
+                              talker_codes=codes, load_rounds=rounds, on_progress=_progress)
     else:
         results = standard_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
                                  on_progress=_progress)
     if processes:
         sys.stderr.write("omni: bench: timing `omni --help` and `omni speak` as processes (best of 3)\n")
-    timings = process_timings(card) if processes else {}
+    timings = process_timings(card, model_path=model_path) if processes else {}
     rows = targets(results, ref, timings)
     ref_results = ref[0] if ref else []
     threads = program.threads()

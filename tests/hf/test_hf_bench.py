@@ -58,12 +58,18 @@ def test_at_concurrency_1_the_reference_suite_runs_ours_once(tiny_checkpoint):
     program = load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)})
     steps = []
     results, compared = reference_suite(program, num_requests=1, short_chars=10, concurrency=1, thinker_max=4,
-                                        talker_codes=10, on_progress=lambda *step: steps.append(step[:3]))
+                                        talker_codes=10, load_rounds=2,
+                                        on_progress=lambda *step: steps.append(step[:3]))
     assert [r.label for r in results] == ["ours-1", "generate"]
     assert steps == [("ours-1", 1, 2), ("generate", 2, 2)]
     rows = {row["target"] for row in targets([], (results, compared), {})}
     assert "latency p50, ours / generate (concurrency 1)" in rows
     assert all("ours-1" in r for r in rows if "ours-" in r)
+    loads = compared["load"]  # two alternated pairs of loads, each side's fastest kept
+    assert loads["order"] == ["generate", "ours", "generate", "ours"]
+    for side in ("generate", "ours"):
+        assert len(loads[side]["runs_s"]) == 2 and loads[side]["s"] == min(loads[side]["runs_s"])
+        assert loads[side]["tensors"] == checkpoint_tensors(tiny_checkpoint)
 
 
 def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_verdict(tiny_checkpoint):
@@ -89,7 +95,7 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
         row = next(line for line in lines if target in line)
         assert goal in row and any(verdict in row for verdict in ("yes", "NO"))
     tensors = checkpoint_tensors(tiny_checkpoint)
-    assert re.fullmatch(rf"load: ours [\d.]+ s \({tensors} tensors\), generate [\d.]+ s \({tensors}\), "
+    assert re.fullmatch(rf"load: ours [\d.e+]+ s \({tensors} tensors\), generate [\d.e+]+ s \({tensors}\), "
                         r"ratio [\d.]+x", lines[1]) and len(lines[1]) <= 80
     records = [json.loads(line) for line in subprocess.run(argv + ["--json"], capture_output=True, text=True,
                                                            env=env, cwd=root, timeout=600).stdout.splitlines()]
@@ -97,3 +103,12 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     assert load["ours"]["tensors"] == load["generate"]["tensors"] == tensors and load["ours"]["s"] > 0
     assert records[-1] == {"threads": {name: {"count": 1, "source": "default"}
                                        for name in ("thinker", "talker", "vocoder")}, "generate_threads": 1}
+
+
+def test_process_timings_speak_on_the_given_checkpoint(tiny_checkpoint):
+    """`omni bench --card qwen2_5_omni --model-path DIR` (without --no-processes) timed `omni speak` without
+    the checkpoint, which exited 2: the bench ended in an internal error after its whole run."""
+    from omni_cli.bench import process_timings
+
+    timings = process_timings("qwen2_5_omni", repeats=1, model_path=str(tiny_checkpoint))
+    assert set(timings) == {"help_s", "speak_s"} and all(0 < t < math.inf for t in timings.values())

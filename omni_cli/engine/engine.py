@@ -175,7 +175,8 @@ class Engine:
                 return 0
             half = len(live) // 2  # smaller batches fit: admission left room for any single step
             return self._launch(live[:half]) + self._launch(live[half:])
-        executor = self._executors.get(key) or self._executors.setdefault(key, InlineExecutor(component))
+        if (executor := self._executors.get(key)) is None:  # (not `or`: an executor may define __len__)
+            executor = self._executors[key] = InlineExecutor(component)
         t = time.perf_counter()
         kind, inputs = live[0].plan.kind, [e.plan.inputs for e in live]
         if executor.inline:  # fold at once, exactly as a synchronous call (no Future to build and settle)

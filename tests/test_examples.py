@@ -70,3 +70,14 @@ def test_engine_parts_names_each_loop_kind_of_the_card_at_both_concurrencies():
         labels = [line.rsplit(None, 2)[0].strip() for line in block.splitlines()[1:]]
         assert labels == ["schedule (loop next() included)", *(f"{k}.next" for k in kinds),
                           *(f"{k}.advance_many" for k in kinds), "the rest (reserve, fold, events, stats)"]
+
+
+def test_first_chunk_gaps_walks_each_position_from_submit_to_the_first_audio():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "first_chunk_gaps.py"), "1"], capture_output=True,
+                          text=True, env=ENV, timeout=300)
+    assert done.returncode == 0, done.stderr
+    *rows, total = done.stdout.splitlines()
+    assert [int(row.split()[0]) for row in rows] == list(range(len(rows)))  # one row per position, in order
+    assert rows[0].split()[1] == "submit" and rows[-1].split("->")[1].split()[:2] == ["first", "audio"]
+    assert rows[-2].split("->")[1].split()[0] == "vocoder#0"  # the path ends at the first vocoder chunk
+    assert total.startswith("sum of the medians: ")

@@ -48,7 +48,7 @@ def bench(
                                          help="instead: these placements (thread, process, ray) beside inline: "
                                               "throughput, same audio, and each executor's cost per call"),
     rounds: int = typer.Option(1, "--rounds", min=1, max=100, help="--placement: alternate the placements' timed runs "
-                               "this many times, keeping each one's fastest; --reference: so the loads"),
+                               "this many times, keeping each one's fastest; --reference: the same for each side's load"),
     rollout: bool = typer.Option(False, "--rollout", help="instead: overhead per WorkUnit served and rolled out "
                                  "(recording every step), best of 3 alternated runs at concurrency 1 and N"),
 ) -> None:

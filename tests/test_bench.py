@@ -38,7 +38,7 @@ def test_summary_figures_from_known_measurements():
     assert s["stall_max_s"] == 0.25 and s["audio_s_total"] == 3.0
 
 
-@pytest.mark.parametrize("kind", [FirstChunkPath, RunTrace])  # RunTrace inlines the same sum (one subscriber)
+@pytest.mark.parametrize("kind", [FirstChunkPath, RunTrace])  # RunTrace adds busy seconds to the same sum (one subscriber)
 def test_first_chunk_path_sums_a_requests_own_units_up_to_its_first_audio_chunk(kind):
     path = kind()
 

@@ -149,11 +149,7 @@ class RunTrace(FirstChunkPath):
         if event.event != "work_unit":
             return
         self.busy_s[event.loop] = self.busy_s.get(event.loop, 0.0) + event.dur_s / event.batch_size
-        rid = event.request_id
-        if rid not in self._done:  # FirstChunkPath.on_event's sum, inlined
-            self.path_s[rid] = self.path_s.get(rid, 0.0) + event.dur_s
-            if event.kind == AUDIO_CHUNK:
-                self._done.add(rid)
+        super().on_event(event)
 
 
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",

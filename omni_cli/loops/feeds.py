@@ -131,11 +131,11 @@ class TalkerFeed(ARFeed):
         return self.talker.prefill_from(items, self.upstream.is_closed, self.voice)
 
     def step(self, step: int) -> StepFeed | None:
-        upstream = self.upstream
-        if self.is_barrier and not upstream.is_closed:  # _visible(), inlined: this runs once per talker step
+        items = self._visible()
+        if items is None:
             return None
-        cond = self.talker.cond_for_step(upstream.items, upstream.is_closed, step)
-        return None if cond is None else StepFeed(None, cond)
+        cond = self.talker.cond_for_step(items, self.upstream.is_closed, step)
+        return None if cond is None else StepFeed(cond=cond)
 
     def bounds(self) -> tuple[int, int | None]:
         return self.talker.codes_bounds(self.upstream.items)

@@ -76,8 +76,8 @@ class NumpyTalker(TalkerModel):
         return self._end_vector(TEXT_EOS if says_eos else TEXT_PAD)
 
     def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
-        replies = max(1, len(items))  # per talker step: max_codes_for(replies), inlined
-        return self.params.min_codes_per_token * replies, self.params.max_codes_per_token * replies + 8
+        replies = max(1, len(items))
+        return self.params.min_codes_per_token * replies, self.max_codes_for(replies)
 
     def max_codes_for(self, num_reply_tokens: int) -> int:
         return self.params.max_codes_per_token * max(1, num_reply_tokens) + 8

@@ -7,7 +7,11 @@
 # the step: the codec embeddings, the speaker encoder over the reference mel (an ECAPA-TDNN, about half
 # of a small window's forward), the rotary tables and the block mask. `WindowVelocity` computes those
 # once per window — the speaker encoder once per voice — with the same operations on the same inputs,
-# and runs only the step-dependent part of `forward` per call; the result is the same tensor.
+# and runs only the step-dependent part of `forward` per call; the result is the same tensor. Each decoder
+# layer's attention mask (its block window of the block mask) is made once per window too, where
+# `DiTDecoderLayer.forward` compares the whole [rows, heads, frames, frames] block mask twice per layer per
+# call: `WindowVelocity` runs the layer's operations in its order with that mask made once, as a [frames,
+# frames] comparison expanded to the same shape (the same values, so the same attention).
 
 from __future__ import annotations
 
@@ -85,16 +89,28 @@ class WindowVelocity:
         like = torch.empty(rows, frames, 1, dtype=speaker.dtype, device=speaker.device)  # shape, dtype, device
         positions = torch.arange(frames, device=speaker.device)[None, :].repeat(rows, 1)
         self.position_embeddings = dit.rotary_embed(like, positions)
-        self.block_diff = dit._create_block_diff(like)
+        block_diff = dit._create_block_diff(like)  # [rows, heads, frames, frames], a view of one [frames, frames]
+        self.masks: list[torch.Tensor] = []  # per decoder layer, what DiTDecoderLayer.forward computes
+        made: dict[tuple[int, int], torch.Tensor] = {}
+        for block in dit.transformer_blocks:
+            window = (block.look_backward_block, block.look_ahead_block)
+            if window not in made:
+                one = block_diff[:1, :1]
+                made[window] = ((one >= -float(window[0])) & (one <= float(window[1]))).expand_as(block_diff)
+            self.masks.append(made[window])
 
     def __call__(self, time: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         dit = self.dit
         time_embedding = dit.time_embed(time.repeat(self.rows))
         hidden = torch.cat([state, state], dim=0) if self.guided else state
         hidden = dit.input_embed.proj(torch.cat((hidden, self.condition, self.code_embed, self.speaker), dim=-1))
-        for block in dit.transformer_blocks:
-            hidden = block(hidden, time_embedding, position_embeddings=self.position_embeddings,
-                           block_diff=self.block_diff)
+        for block, mask in zip(dit.transformer_blocks, self.masks, strict=True):
+            # DiTDecoderLayer.forward, operation for operation, with the layer's mask made once per window
+            norm, gate_msa, shift_mlp, scale_mlp, gate_mlp = block.attn_norm(hidden, emb=time_embedding)
+            attended = block.attn(hidden_states=norm, position_embeddings=self.position_embeddings, attention_mask=mask)
+            hidden = hidden + gate_msa.unsqueeze(1) * attended
+            norm = block.ff_norm(hidden) * (1 + scale_mlp[:, None]) + shift_mlp[:, None]
+            hidden = hidden + gate_mlp.unsqueeze(1) * block.ff(norm)
         out = dit.proj_out(dit.norm_out(hidden, time_embedding))
         if not self.guided:
             return out

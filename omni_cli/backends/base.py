@@ -215,5 +215,5 @@ class VocoderModel(Component, Protocol):
 
     def step_bytes(self, num_codes: int, *, start: int | None = None, is_final: bool = False) -> int:
         """Bytes a chunk of `num_codes` codes holds while it runs alone; `start` (its first code) None:
-        anywhere in the utterance (an upper bound)."""
+        anywhere in the utterance (an upper bound); `is_final`: the chunk ends at the utterance's last code."""
         ...

@@ -123,8 +123,9 @@ class AudioDecodeLoop(Loop):
         if self.spec.chunk_growth == "slack":
             state.planned_at = self.clock()
         inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final)
+        # (a chunk of final codes that is not the last one still reads look-ahead: sized as not final)
         return WorkPlan(AUDIO_CHUNK, state.step, (self.loop_id, AUDIO_CHUNK),
-                        self.component.step_bytes(end - start, start=start, is_final=is_final), inputs)
+                        self.component.step_bytes(end - start, start=start, is_final=is_final and end == n), inputs)
 
     def advance(self, state: AudioState, plan: WorkPlan, output: VocoderChunkOutput) -> AudioState:
         inputs: VocoderChunkInput = plan.inputs

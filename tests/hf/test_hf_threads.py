@@ -70,9 +70,11 @@ def test_each_components_calls_run_with_its_own_count_and_the_callers_is_put_bac
                                  "talker": {"count": 3, "source": "component params"},
                                  "vocoder": {"count": 4, "source": "card params"}}
     seen: dict[str, set[int]] = {"thinker": set(), "talker": set(), "dit": set(), "bigvgan": set()}
-    # the DiT window is integrated block by block (dit.py): its first block stands for it
-    modules = {"thinker": parts["thinker"].module, "talker": parts["talker"].module, "dit": parts["vocoder"].dit.transformer_blocks[0],
-               "bigvgan": parts["vocoder"].bigvgan}
+    # the DiT's layers run through WindowVelocity (dit.py) and BigVGAN through LeanBigVGAN (bigvgan.py), not through
+    # the modules' forward: the DiT's first attention and BigVGAN's first convolution stand for them
+    vocoder = parts["vocoder"]
+    modules = {"thinker": parts["thinker"].module, "talker": parts["talker"].module,
+               "dit": vocoder.dit.transformer_blocks[0].attn, "bigvgan": vocoder.bigvgan.conv_pre}
     hooks = [module.register_forward_pre_hook(lambda *_, name=name: seen[name].add(torch.get_num_threads()))
              for name, module in modules.items()]
     before = torch.get_num_threads()

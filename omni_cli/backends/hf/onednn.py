@@ -20,6 +20,7 @@ affine function of the mel length.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -97,8 +98,8 @@ def _one(v) -> int:
 
 
 @torch.no_grad()
-def trace_convs(module: torch.nn.Module, mel_dim: int, device: torch.device) -> list[Conv]:
-    """Every convolution call `module` makes on a [1, mel_dim, frames] input, in order."""
+def trace_convs(module: Callable[[torch.Tensor], torch.Tensor], mel_dim: int, device: torch.device) -> list[Conv]:
+    """Every convolution call `module` (BigVGAN's forward) makes on a [1, mel_dim, frames] input, in order."""
     runs = []
     for frames in TRACED_FRAMES:
         with _Record() as rec:
@@ -116,8 +117,9 @@ class ConvCosts:
     """BigVGAN's oneDNN costs at a call's (batch, frames): the widest weight copy, and the primitives a new
     shape leaves in oneDNN's cache while it has room."""
 
-    def __init__(self, module: torch.nn.Module, mel_dim: int, device: torch.device, threads: int):
-        self.convs = trace_convs(module, mel_dim, device)
+    def __init__(self, module: torch.nn.Module, mel_dim: int, device: torch.device, threads: int,
+                 forward: Callable[[torch.Tensor], torch.Tensor] | None = None):
+        self.convs = trace_convs(forward or module, mel_dim, device)  # `forward`: the one the vocoder runs
         self.dtype = next(module.parameters()).dtype
         self.on_cpu = device.type == "cpu"  # oneDNN is torch's CPU path: elsewhere neither cost exists
         self.widest = max(c.weight_bytes for c in self.convs)

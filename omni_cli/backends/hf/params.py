@@ -44,6 +44,10 @@ class VocoderParams(ComponentParams):
     bigvgan_overlap_frames: int = bounded(
         40, min=0, max=4096, doc="mel frames BigVGAN re-reads from the previous chunk; half trimmed on each inner edge"
     )
+    bigvgan_seam: Literal["held", "lookahead"] = bounded(
+        "held", doc="where a chunk's samples end: held back half the overlap until the next chunk's mel comes "
+        "(BigVGAN's samples over the kept mel), or at the chunk's last kept frame, BigVGAN reading half the "
+        "overlap past it from the DiT window's look-ahead mel (each chunk's audio half the overlap sooner)")
     bigvgan_batch_frames: int = bounded(
         640, min=1, max=1 << 20, doc="most mel frames in one batched BigVGAN call: past a few hundred, a CPU "
         "batch costs more per request than the requests one by one (omni bench shows it)")
@@ -52,6 +56,9 @@ class VocoderParams(ComponentParams):
         out = []
         if self.bigvgan_overlap_frames % 2:
             out.append(("bigvgan_overlap_frames", "must be even (half of it is trimmed on each side)"))
+        if self.bigvgan_seam == "lookahead" and self.chunk_future_frames < self.bigvgan_overlap_frames // 2:
+            out.append(("bigvgan_seam", f"lookahead reads {self.bigvgan_overlap_frames // 2} mel frames past each "
+                        f"chunk from the DiT's look-ahead, but chunk_future_frames is {self.chunk_future_frames}"))
         if self.chunk_future_frames % 2:
             out.append(("chunk_future_frames", "must be even (2 mel frames per code)"))
         return out

@@ -3,11 +3,16 @@
 # A chunk covers codes [start, end) = mel frames [2*start, 2*end). Its DiT window reaches `chunk_past_frames`
 # back (rounded down to a 24-frame attention block, so window blocks line up with the utterance's
 # blocks) and `chunk_future_frames` ahead; the window's noise is the utterance's one noise tensor,
-# sliced. BigVGAN re-reads the last `bigvgan_overlap_frames` kept frames of the previous chunk and
-# half of them are trimmed on each inner edge, so samples are emitted for frames
-# [previous end - overlap/2, end - overlap/2), and up to the real end on the last chunk (a chunk's
-# samples are final, but lag its codes by overlap/2 frames). One chunk covering the whole utterance
-# is exactly transformers' `Qwen2_5OmniToken2WavModel`.
+# sliced. BigVGAN reads `bigvgan_overlap_frames` of context around each seam between chunks, its
+# receptive field (under 16 frames each side) plus margin, by `bigvgan_seam`:
+# - held: it re-reads the last `overlap` kept frames of the previous chunk and half of them are trimmed on
+#   each inner edge, so samples are emitted for frames [previous end - overlap/2, end - overlap/2), and up
+#   to the real end on the last chunk: a chunk's samples lag its codes by overlap/2 frames.
+# - lookahead: it reads the last overlap/2 kept frames of the previous chunk, the chunk's kept frames and
+#   overlap/2 frames of the window's look-ahead past them (mel the next window computes again, with more
+#   context), and samples are emitted for the chunk's own frames [start, end): the same work, each
+#   chunk's audio overlap/2 frames sooner, and the seam's samples read look-ahead mel.
+# One chunk covering the whole utterance is exactly transformers' `Qwen2_5OmniToken2WavModel` either way.
 #
 # Noise: torch's CPU normal stream is prefix-stable (drawing frames block by block gives the frames
 # of one draw), so each request draws its noise lazily from its own seeded CPU generator and gets
@@ -23,6 +28,7 @@ import torch
 
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput
 from omni_cli.backends.hf.ar import module_bytes
+from omni_cli.backends.hf.bigvgan import LeanBigVGAN
 from omni_cli.backends.hf.dit import ODESettings, sample_window, speaker_features
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.onednn import ConvCosts
@@ -41,6 +47,7 @@ class _Window:
     voice: Voice
     keep_from: int
     keep_to: int
+    right_to: int  # BigVGAN reads the window's mel [keep_from, right_to): past keep_to, look-ahead context
     noise_span: tuple[int, int]  # frames [start, stop) of the request's noise stream (rollout records)
 
 
@@ -84,6 +91,7 @@ class HFVocoder:
         self.module = loaded.model.token2wav
         self.dit = self.module.code2wav_dit_model
         self.bigvgan = self.module.code2wav_bigvgan_model
+        self.vocode = LeanBigVGAN(self.bigvgan)  # BigVGAN's forward, its per-call constants made once
         self.device = loaded.device
         self._voices = loaded.voices
         self.ode = ODESettings(params.dit_num_steps, params.dit_guidance_scale, params.dit_sway_coefficient)
@@ -95,6 +103,9 @@ class HFVocoder:
         self.past_frames = params.chunk_past_frames
         self.future_frames = params.chunk_future_frames
         self.overlap_frames = params.bigvgan_overlap_frames
+        # look-ahead mel frames BigVGAN reads past a chunk's end, and kept frames carried to the next chunk
+        self.seam_frames = self.overlap_frames // 2 if params.bigvgan_seam == "lookahead" else 0
+        self.tail_frames = self.overlap_frames - self.seam_frames
         self.bigvgan_batch_frames = params.bigvgan_batch_frames
         if self.future_frames % self.repeats or self.block_frames % self.repeats:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
@@ -103,7 +114,7 @@ class HFVocoder:
         self.context_codes = (self.past_frames + self.future_frames) // self.repeats
         self._features: dict[str, torch.Tensor] = {}  # voice name -> its speaker-encoder output
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
-            self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count)
+            self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
 
     def _voice_features(self, voice: Voice) -> torch.Tensor:
         features = self._features.get(voice.name)
@@ -132,8 +143,9 @@ class HFVocoder:
         return (frames + self.overlap_frames) * self.mel_dim * 4
 
     def step_bytes(self, num_codes: int, *, start: int | None = None, is_final: bool = False) -> ChunkBytes:
-        """A chunk alone: the larger of the DiT's activations over its window and BigVGAN's, which upsamples
-        the kept frames plus the overlap it re-reads, copies the weight of each convolution oneDNN runs
+        """A chunk alone (`is_final`: it ends at the utterance's last code, so its window and BigVGAN read no
+        look-ahead): the larger of the DiT's activations over its window and BigVGAN's, which upsamples
+        the kept frames plus the overlap it reads around them, copies the weight of each convolution oneDNN runs
         (the widest dominates short chunks) and, at a length it has not run, leaves oneDNN primitives
         cached (onednn.py)."""
         kept = num_codes * self.repeats
@@ -142,7 +154,7 @@ class HFVocoder:
         else:
             first = start * self.repeats
             before = first - max(0, (first - self.past_frames) // self.block_frames * self.block_frames)
-            overlap = min(self.overlap_frames, first)
+            overlap = min(self.tail_frames, first) + (0 if is_final else self.seam_frames)
         frames = before + kept + (0 if is_final else self.future_frames)
         dit_cfg = self.dit.config
         dit = 2 * frames * (8 * dit_cfg.hidden_size + dit_cfg.num_attention_heads * frames) * 4
@@ -185,7 +197,7 @@ class HFVocoder:
         if kind != AUDIO_CHUNK:
             raise ValueError(f"the vocoder runs audio_chunk WorkUnits, not {kind!r}")
         windows = [self._window(inp) for inp in inputs]
-        samples = self._finish(inputs, self._sample(windows))
+        samples = self._finish(inputs, windows, self._sample(windows))
         return [VocoderChunkOutput(s, None if w is None else w.noise_span) for s, w in zip(samples, windows, strict=True)]
 
     @with_threads
@@ -196,23 +208,26 @@ class HFVocoder:
 
     # ---- one chunk ----
     def _chunk(self, inp: VocoderChunkInput) -> np.ndarray:
-        return self._finish([inp], self._sample([self._window(inp)]))[0]
+        windows = [self._window(inp)]
+        return self._finish([inp], windows, self._sample(windows))[0]
 
     @torch.no_grad()
-    def _finish(self, inputs: list[VocoderChunkInput], kept: list[torch.Tensor | None]) -> list[np.ndarray]:
-        """BigVGAN over each kept mel (after the previous chunk's overlap), batched where lengths agree;
-        the samples each chunk makes final."""
+    def _finish(self, inputs: list[VocoderChunkInput], windows: list[_Window | None],
+                kept: list[torch.Tensor | None]) -> list[np.ndarray]:
+        """BigVGAN over each kept mel (after the previous chunk's tail, before any look-ahead context), batched
+        where lengths agree; the samples each chunk makes final."""
         plans = []
-        for inp, mel in zip(inputs, kept, strict=True):
+        for inp, window, mel in zip(inputs, windows, kept, strict=True):
             state: VocoderState = inp.state
             is_last = inp.is_final and inp.end == len(inp.codes)
             stop = inp.end * self.repeats
+            right = 0 if window is None else window.right_to - window.keep_to
             pieces = [m for m in (state.mel_tail, mel) if m is not None and m.shape[2]]
             # one piece: the DiT's own view, so a whole utterance reaches BigVGAN as in transformers
             mel_in = None if not pieces else pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
             emit_from = state.emitted_frames
-            emit_to = stop if is_last else max(emit_from, stop - self.overlap_frames // 2)
-            plans.append((mel_in, emit_from, emit_to, stop, is_last))
+            emit_to = stop if is_last or self.seam_frames else max(emit_from, stop - self.overlap_frames // 2)
+            plans.append((mel_in, emit_from, emit_to, stop + right, is_last))
         waves: list[np.ndarray | None] = [None] * len(plans)
         groups: dict[int, list[int]] = {}
         for i, (mel_in, emit_from, emit_to, *_) in enumerate(plans):
@@ -223,22 +238,26 @@ class HFVocoder:
             for first in range(0, len(same_length), per_call):
                 members = same_length[first:first + per_call]
                 batch = plans[members[0]][0] if len(members) == 1 else torch.cat([plans[i][0] for i in members])
-                out = self.bigvgan(batch).reshape(len(members), -1).float().numpy()
+                out = self.vocode(batch).reshape(len(members), -1).float().numpy()
                 self.convs.ran(len(members), frames, self.threads.count)
                 for row, i in enumerate(members):
                     waves[i] = out[row]
         samples = []
         # the states move on only now: a batch that raised leaves every request as it was
-        for inp, (mel_in, emit_from, emit_to, stop, is_last), wave in zip(inputs, plans, waves, strict=True):
+        for inp, (mel_in, emit_from, emit_to, read_to, is_last), wave in zip(inputs, plans, waves, strict=True):
             state = inp.state
             state.emitted_frames = emit_to
-            state.mel_tail = mel_in[:, :, -self.overlap_frames:] if mel_in is not None and self.overlap_frames else None
+            if mel_in is not None and self.tail_frames:  # the kept frames before the look-ahead context
+                kept_in = mel_in[:, :, :mel_in.shape[2] - (read_to - inp.end * self.repeats)]
+                state.mel_tail = kept_in[:, :, -self.tail_frames:]
+            else:
+                state.mel_tail = None
             state.next_code = inp.end
             state.is_finished = is_last
             if wave is None:
                 samples.append(np.zeros(0, dtype=np.float32))
                 continue
-            in_first = stop - mel_in.shape[2]
+            in_first = read_to - mel_in.shape[2]
             piece = wave[(emit_from - in_first) * self.hop:(emit_to - in_first) * self.hop]
             samples.append(np.ascontiguousarray(piece, dtype=np.float32))
         return samples
@@ -262,11 +281,13 @@ class HFVocoder:
         noise = self._noise(state, win_stop)[:, win_first:win_stop].to(self.device)
         codes = torch.tensor([list(inp.codes[win_first // self.repeats: win_stop // self.repeats])],
                              dtype=torch.long, device=self.device)
-        return _Window(noise, codes, state.voice, first - win_first, stop - win_first, (win_first, win_stop))
+        right_to = min(stop + self.seam_frames, win_stop) - win_first
+        return _Window(noise, codes, state.voice, first - win_first, stop - win_first, right_to, (win_first, win_stop))
 
     @torch.no_grad()
     def _sample(self, windows: list[_Window | None]) -> list[torch.Tensor | None]:
-        """Each window's kept mel [1, mel_dim, frames]; windows of one length and voice run as one batch."""
+        """Each window's mel for BigVGAN [1, mel_dim, frames]: its kept frames, then any look-ahead context;
+        windows of one length and voice run as one batch."""
         groups: dict[tuple, list[int]] = {}
         for i, w in enumerate(windows):
             if w is not None:
@@ -282,7 +303,7 @@ class HFVocoder:
                 mel = sample_window(self.dit, torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws]),
                                     voice.cond.expand(len(ws), -1), features, self.ode)
             for row, (i, w) in enumerate(zip(members, ws, strict=True)):
-                out[i] = mel[row:row + 1, :, w.keep_from:w.keep_to]
+                out[i] = mel[row:row + 1, :, w.keep_from:w.right_to]
         return out
 
     def _noise(self, state: VocoderState, frames: int) -> torch.Tensor:

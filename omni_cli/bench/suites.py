@@ -94,7 +94,7 @@ def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_
 
 def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_chars: int = 50,
                     concurrency: int = 8, thinker_max: int = 12,
-                    talker_codes: int = 200, load_rounds: int = 1,
+                    talker_codes: int = 200, load_rounds: int = 1, placement: str = "card",
                     on_progress: BenchProgress = _no_progress) -> tuple[list[BenchResult], dict[str, Any]]:
     """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
 
@@ -103,6 +103,7 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     alternated loads; loads.py says what counts).
     Both sides make `talker_codes` codes per utterance (EOS suppressed before, the bound after): a random
     tiny talker would otherwise stop at whatever length its weights happen to give.
+    `placement`: where ours runs, "card" (the card's placement) or `--placement`'s KIND or NAME=KIND,...
     """
     import numpy as np
 
@@ -112,7 +113,7 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     ours, loads = timed_loads(program, model_path, lambda on_load: greedy_variant(
         program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes, on_load=on_load),
         load_rounds)
-    work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat")
+    work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat", placement=placement)
     results = []
     workloads = (work,) if concurrency == 1 else (work, replace(work, concurrency=concurrency))
     total = len(workloads) + 1

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..backends.base import AUDIO_CHUNK
 from ..engine import Engine
-from ..engine.executors import make_executors
+from ..engine.executors import make_executors, placement_of
 from ..engine.request import RequestHandle, RequestResult
 from ..program import CompiledProgram
 from ..spec import SpeakRequest
@@ -41,7 +41,9 @@ class Workload:
     policy: str = "latency-first"
     mode: str = "echo"
     max_batch: int | None = None
-    placement: str = "inline"  # KIND or NAME=KIND,… (`--placement`): where the components run
+    # where the components run: "card" (the card's placement, inline where it names none, as `omni speak`
+    # runs them) or KIND (every component there, `--placement`)
+    placement: str = "card"
     profile: str = "serve"  # serve | rollout (records every WorkUnit's behaviour)
 
     def requests(self) -> list[SpeakRequest]:
@@ -157,7 +159,11 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
     keep_outputs: also return each request's tokens and waveform (to compare with a reference).
     executors: started ones to run on (the engine closes them), instead of the workload's placement's."""
-    if executors is None and workload.placement != "inline":
+    if executors is None and workload.placement == "card":
+        given = placement_of(program)
+        if any(spec.executor != "inline" for spec in given.values()):
+            executors = make_executors(program, given)
+    elif executors is None and workload.placement != "inline":
         from .placement import placed
 
         executors = make_executors(program, placed(program, workload.placement))

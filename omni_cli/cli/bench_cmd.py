@@ -46,7 +46,9 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="one JSON object per line instead of tables"),
     placement: str | None = typer.Option(None, "--placement", metavar="KIND,KIND",
                                          help="instead: these placements (thread, process, ray) beside inline: "
-                                              "throughput, same audio, and each executor's cost per call"),
+                                              "throughput, same audio, and each executor's cost per call; with "
+                                              "--reference: where ours runs (KIND or NAME=KIND,...; default: the "
+                                              "card's placement)"),
     rounds: int = typer.Option(1, "--rounds", min=1, max=100, help="--placement: alternate the placements' timed runs "
                                "this many times, keeping each one's fastest; --reference: the same for each side's load"),
     rollout: bool = typer.Option(False, "--rollout", help="instead: overhead per WorkUnit served and rolled out "
@@ -60,7 +62,7 @@ def bench(
     if rollout:
         _render_recording(program, requests, chars, concurrency, as_json)
         return
-    if placement is not None:
+    if placement is not None and not reference:
         _render_placement(program, placement, requests, chars, concurrency, as_json, rounds)
         return
     ref, results = None, []
@@ -71,8 +73,13 @@ def bench(
             raise typer.BadParameter(f"compares with Hugging Face generate, so it needs an hf card, not {card!r} "
                                      "(e.g. --card qwen2_5_omni --model-path DIR)", param_hint="--reference")
 
+        if placement is not None:  # said as a usage error (exit 2) before anything loads
+            from ..spec.placement import override_placement
+
+            override_placement(program.card.placement, placement, list(program.components))
         ref = reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
-                              talker_codes=codes, load_rounds=rounds, on_progress=_progress)
+                              talker_codes=codes, load_rounds=rounds, placement=placement or "card",
+                              on_progress=_progress)
     else:
         results = standard_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
                                  on_progress=_progress)
@@ -83,6 +90,7 @@ def bench(
     ref_results = ref[0] if ref else []
     threads = program.threads()
     generate_threads = ref[1].get("generate_threads") if ref else None
+    where = placement_line(program, placement) if ref else None
     if as_json:
         for r in results + ref_results:
             typer.echo(json.dumps(r.summary(), ensure_ascii=False))
@@ -92,6 +100,8 @@ def bench(
             typer.echo(json.dumps({"load": ref[1]["load"]}))
         if threads:
             typer.echo(json.dumps({"threads": threads, "generate_threads": generate_threads}))
+        if where:
+            typer.echo(json.dumps({"placement": where}))
         return
     if threads:
         typer.echo(threads_line(threads, generate_threads))
@@ -99,7 +109,20 @@ def bench(
         from ..bench.loads import load_line
 
         typer.echo(load_line(ref[1]["load"]))
+    if where:
+        typer.echo(where)
     _render(results + ref_results, rows)
+
+
+def placement_line(program, override: str | None) -> str:
+    """Where each component of ours ran: the card's placement, or --placement's over it."""
+    from ..engine.executors import placement_of
+    from ..spec.placement import override_placement
+
+    given = None if override is None else override_placement(program.card.placement, override, list(program.components))
+    specs = placement_of(program, given)
+    source = "card" if override is None else "--placement"
+    return "placement: " + ", ".join(f"{name} {spec.executor}" for name, spec in specs.items()) + f" ({source})"
 
 
 def threads_line(threads: dict[str, dict], generate_threads: int | None) -> str:

@@ -99,10 +99,21 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
                         r"ratio [\d.]+x", lines[1]) and len(lines[1]) <= 80
     records = [json.loads(line) for line in subprocess.run(argv + ["--json"], capture_output=True, text=True,
                                                            env=env, cwd=root, timeout=600).stdout.splitlines()]
-    load = records[-2]["load"]
+    assert lines[2] == "placement: thinker inline, talker inline, vocoder inline (card)"
+    load = records[-3]["load"]
     assert load["ours"]["tensors"] == load["generate"]["tensors"] == tensors and load["ours"]["s"] > 0
-    assert records[-1] == {"threads": {name: {"count": 1, "source": "default"}
+    assert records[-2] == {"threads": {name: {"count": 1, "source": "default"}
                                        for name in ("thinker", "talker", "vocoder")}, "generate_threads": 1}
+    assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder inline (card)"}
+    # --placement with --reference: where ours runs (the vocoder on a thread here), and every target still
+    placed = subprocess.run(argv + ["--placement", "vocoder=thread", "--requests", "1", "--concurrency", "1"],
+                            capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    assert placed.returncode == 0, placed.stderr
+    assert "placement: thinker inline, talker inline, vocoder thread (--placement)" in placed.stdout.splitlines()
+    assert "requests whose tokens and codes equal generate's (ours-1)" in placed.stdout
+    bad = subprocess.run(argv + ["--placement", "vocoder=bogus"], capture_output=True, text=True, env=env,
+                         cwd=root, timeout=600)
+    assert bad.returncode == 2 and "unknown executor 'bogus'" in bad.stderr and not bad.stdout
 
 
 def test_process_timings_speak_on_the_given_checkpoint(tiny_checkpoint):

@@ -72,6 +72,30 @@ def test_run_workload_measures_what_each_request_made():
     assert 0 < result.overhead_s < result.wall_s
 
 
+@pytest.mark.parametrize("placement", ["card", "vocoder=thread", "inline"])
+def test_run_workload_runs_components_where_the_card_or_the_workload_places_them(tmp_path, placement):
+    """The bench ran every component inline whatever the card said (issue 19: a process placement was
+    'measured' that never ran): the card's placement counts unless the workload names one."""
+    import threading
+    from pathlib import Path
+
+    toy = (Path(__file__).resolve().parents[1] / "cards" / "qwen2_5_omni_toy.yaml").read_text(encoding="utf-8")
+    card = tmp_path / "placed.yaml"
+    card.write_text(toy + "\nplacement:\n  vocoder: {executor: thread}\n", encoding="utf-8")
+    program = load(str(card))
+    vocoder, seen = program.roles["vocoder"], set()
+    run = vocoder.run
+
+    def recorded(kind, inputs):
+        seen.add(threading.current_thread() is threading.main_thread())
+        return run(kind, inputs)
+
+    vocoder.run = recorded
+    result = run_workload(program, Workload(num_requests=2, text_chars=20, concurrency=2, placement=placement))
+    assert len(result.audio_s) == 2 and all(a > 0 for a in result.audio_s)
+    assert seen == ({True} if placement == "inline" else {False})  # on the engine's thread only when inline
+
+
 def _result(label: str, *, ttfa: list[float], latency: list[float], audio: list[float], wall: float,
             stall: list[float] | None = None) -> BenchResult:
     return BenchResult(label, Workload(num_requests=len(latency)), wall, ttfa_s=ttfa, latency_s=latency, audio_s=audio,

@@ -42,7 +42,7 @@ class Workload:
     mode: str = "echo"
     max_batch: int | None = None
     # where the components run: "card" (the card's placement, inline where it names none, as `omni speak`
-    # runs them) or KIND (every component there, `--placement`)
+    # runs them), or `--placement`'s KIND (every component there) or NAME=KIND,... (over the card's)
     placement: str = "card"
     profile: str = "serve"  # serve | rollout (records every WorkUnit's behaviour)
 

@@ -73,7 +73,7 @@ def bench(
             raise typer.BadParameter(f"compares with Hugging Face generate, so it needs an hf card, not {card!r} "
                                      "(e.g. --card qwen2_5_omni --model-path DIR)", param_hint="--reference")
 
-        if placement is not None:  # said as a usage error (exit 2) before anything loads
+        if placement is not None:  # a bad one is a usage error (exit 2), said before any run
             from ..spec.placement import override_placement
 
             override_placement(program.card.placement, placement, list(program.components))

@@ -1,14 +1,30 @@
-"""BigVGAN's forward with the anti-aliased activations' constants made once: the same samples, fewer ops.
+"""BigVGAN's forward with the anti-aliased activations made cheap: the same samples, less time.
 
 transformers' `Qwen2_5OmniAntiAliasedActivation1d` recomputes on every call what does not change between
 calls: the snake's exp(alpha) and 1 / (exp(beta) + eps), its low-pass filters expanded to the channels, and
-the upsampled signal multiplied by the ratio. That is about 18 tensor ops per activation, and a forward
-runs 6 * 3 * 6 + 1 = 109 activations: on the tiny checkpoint a fixed ~50 ms per BigVGAN call, which a
-streamed utterance pays once per chunk. `LeanBigVGAN` computes those constants once and runs
-transformers' forward otherwise op for op: pad, transposed convolution, slice, snake (mul, sin, pow, mul,
-add), pad, convolution. Scaling the upsampling filter by the ratio (2) instead of its output is exact in
-binary floating point (every product and partial sum is doubled exactly), so the samples are bit-equal
-to transformers' (tests/hf/test_hf_bigvgan_lean.py); the module itself is left untouched.
+the upsampled signal multiplied by the ratio. A forward runs 6 * 3 * 6 + 1 = 109 activations, and a
+streamed utterance pays that once per chunk. `LeanBigVGAN` computes those constants once and runs
+transformers' forward otherwise unchanged. Scaling the upsampling filter by the ratio (2) instead of its
+output is exact in binary floating point (every product and partial sum is doubled exactly).
+
+Each activation filters twice: a 12-tap upsampling filter (a depthwise transposed convolution) and a
+12-tap low-pass one (a depthwise strided convolution). torch runs both slowly at BigVGAN's shapes: about
+0.1 ms of fixed cost a call, and a few hundred MFLOP/s at its long, narrow late layers (2 channels, 50 000
+samples). On a float32 CPU forward both kernels compute each output as a fused multiply-add chain over the
+taps in ascending order, starting from zero; `_FirActivation` computes the same chain as 12 `addcmul`s
+over shifted slices (torch's `addcmul` is a fused multiply-add), so the samples stay bit-equal to
+transformers' (tests/hf/test_hf_bigvgan_lean.py, at 1 and 2 threads, every length and batch it tries) at
+1.3-1.6x the speed of a whole BigVGAN call on the tiny checkpoint. How, for ratio 2:
+
+- the upsampled signal's even and odd samples are each a 6-tap chain over the replicate-padded input;
+  they are written straight into one buffer, the even phase then the odd one, each with the edge samples
+  the down filter's replicate padding reads (the first sample left of both, the last right of both);
+- the snake runs over that buffer in place (mul, sin, square, mul, add: the same operations as
+  transformers' `x + 1/beta * sin(x * alpha) ** 2`, so the same values);
+- the low-pass output is the 12-tap chain over the two phases' slices, in the order of the taps.
+
+Other dtypes and devices (bf16's convolutions accumulate in float32 and round once; CUDA's order is its
+own) keep the convolutions, with the constants made once.
 """
 
 from __future__ import annotations
@@ -20,7 +36,7 @@ import torch.nn.functional as F
 
 
 class _Activation:
-    """One anti-aliased snake activation with its per-call constants made once."""
+    """One anti-aliased snake activation with its per-call constants made once, through torch's convolutions."""
 
     def __init__(self, module: Any, channels: int):
         up, snake, down = module.upsample, module.act, module.downsample
@@ -43,21 +59,90 @@ class _Activation:
         return F.conv1d(hidden, self.down_filter, stride=self.down_stride, groups=self.channels)
 
 
-class LeanBigVGAN:
-    """`Qwen2_5OmniToken2WavBigVGANModel.forward` with lean activations; callable like the module."""
+def _edge_pad(hidden: torch.Tensor, left: int, right: int) -> torch.Tensor:
+    """`F.pad(mode="replicate")` on the last dimension (the same values, without its slow kernel)."""
+    rows = hidden.shape[:-1]
+    return torch.cat([hidden[..., :1].expand(*rows, left), hidden, hidden[..., -1:].expand(*rows, right)], dim=-1)
 
-    def __init__(self, module: Any):
+
+class _FirActivation(_Activation):
+    """The same activation with both filters as fused multiply-add chains over slices (the module's note)."""
+
+    def __init__(self, module: Any, channels: int):
+        super().__init__(module, channels)
+        up, down = module.upsample, module.downsample
+        with torch.no_grad():
+            up_taps = (up.filter * up.ratio).flatten()
+            down_taps = down.filter.flatten().clone()
+        # upsampled sample 2s + phase = sum over the taps k of that parity, ascending, of tap k times padded
+        # input sample s + (phase + up_left - k) / 2 (the transposed convolution, cropped by up_left)
+        self.up_terms = [[((phase + self.up_left - k) // 2, up_taps[k]) for k in range(len(up_taps))
+                          if (phase + self.up_left - k) % 2 == 0] for phase in (0, 1)]
+        # low-pass output t = sum over every tap k, ascending, of tap k times upsampled sample 2t + k - down_left
+        # (past either end: the first or the last sample), which is one phase's sample t + offset
+        self.down_terms = [((k - self.down_left) % 2, (k - self.down_left) // 2, down_taps[k]) for k in range(len(down_taps))]
+        self.lead = [max(0, -min(o for p, o, _ in self.down_terms if p == phase)) for phase in (0, 1)]
+        self.trail = [max(0, max(o for p, o, _ in self.down_terms if p == phase)) for phase in (0, 1)]
+
+    @staticmethod
+    def applies(module: Any) -> bool:
+        """Ratio 2 each way, float32 on a CPU: the case whose kernels the chains reproduce (tested)."""
+        up, down = module.upsample, module.downsample
+        return (up.ratio == up.stride == 2 and down.stride == 2 and up.filter.dtype == torch.float32
+                and up.filter.device.type == "cpu"
+                and all(0 <= (phase + up.pad_left - k) // 2 <= 2 * up.pad
+                        for phase in (0, 1) for k in range(up.filter.shape[-1]) if (phase + up.pad_left - k) % 2 == 0))
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        rows, length = hidden.shape[:-1], hidden.shape[-1]
+        padded = _edge_pad(hidden, self.up_pad, self.up_pad)
+        widths = [self.lead[p] + length + self.trail[p] for p in (0, 1)]
+        both = torch.empty(*rows, widths[0] + widths[1], dtype=hidden.dtype, device=hidden.device)
+        phases = (both[..., :widths[0]], both[..., widths[0]:])
+        for phase, terms in enumerate(self.up_terms):
+            out = phases[phase][..., self.lead[phase]:self.lead[phase] + length]
+            (offset, tap), *rest = terms
+            torch.mul(padded[..., offset:offset + length], tap, out=out)
+            for offset, tap in rest:
+                out.addcmul_(padded[..., offset:offset + length], tap)
+        first = phases[0][..., self.lead[0]:self.lead[0] + 1]
+        last = phases[1][..., self.lead[1] + length - 1:self.lead[1] + length]
+        for phase in (0, 1):
+            phases[phase][..., :self.lead[phase]].copy_(first.expand(*rows, self.lead[phase]))
+            phases[phase][..., self.lead[phase] + length:].copy_(last.expand(*rows, self.trail[phase]))
+        snaked = torch.mul(both, self.alpha)
+        snaked.sin_().square_().mul_(self.inv_beta).add_(both)
+        snaked_phases = (snaked[..., :widths[0]], snaked[..., widths[0]:])
+        (phase, offset, tap), *rest = self.down_terms
+        start = self.lead[phase] + offset
+        out = torch.mul(snaked_phases[phase][..., start:start + length], tap)
+        for phase, offset, tap in rest:
+            start = self.lead[phase] + offset
+            out.addcmul_(snaked_phases[phase][..., start:start + length], tap)
+        return out
+
+
+class LeanBigVGAN:
+    """`Qwen2_5OmniToken2WavBigVGANModel.forward` with lean activations; callable like the module.
+    `fir`: the filters as multiply-add chains (None: where they are bit-equal to the convolutions)."""
+
+    def __init__(self, module: Any, fir: bool | None = None):
         self.module = module
         channels = module.config.upsample_initial_channel
+
+        def lean(activation: Any) -> _Activation:
+            chains = _FirActivation.applies(activation) if fir is None else fir
+            return (_FirActivation if chains else _Activation)(activation, channels)
+
         self.blocks: list[list[tuple[Any, Any, _Activation, _Activation]]] = []  # per upsampling layer
         for layer in range(module.num_upsample_layers):
             channels //= 2
             self.blocks.append([])
             for index in range(module.num_residual_blocks):
                 block = module.resblocks[layer * module.num_residual_blocks + index]
-                acts = [_Activation(a, channels) for a in block.activations]
+                acts = [lean(a) for a in block.activations]
                 self.blocks[-1].append(list(zip(block.convs1, block.convs2, acts[::2], acts[1::2], strict=True)))
-        self.post = _Activation(module.activation_post, channels)
+        self.post = lean(module.activation_post)
 
     def __call__(self, mel: torch.Tensor) -> torch.Tensor:
         module = self.module

@@ -11,7 +11,11 @@
 # layer's attention mask (its block window of the block mask) is made once per window too, where
 # `DiTDecoderLayer.forward` compares the whole [rows, heads, frames, frames] block mask twice per layer per
 # call: `WindowVelocity` runs the layer's operations in its order with that mask made once, as a [frames,
-# frames] comparison expanded to the same shape (the same values, so the same attention).
+# frames] comparison expanded to the same shape (the same values, so the same attention). The mask is handed
+# to attention as the additive float mask (0 where a frame may attend, -inf where not) that torch's
+# scaled_dot_product_attention otherwise makes from a boolean one on every call: a `where` over the whole
+# [rows, heads, frames, frames] block, about a third of a short window's time. The kernel then reads the
+# same mask values, so the output is the same tensor (tests/hf/test_hf_token2wav.py).
 
 from __future__ import annotations
 
@@ -90,13 +94,17 @@ class WindowVelocity:
         positions = torch.arange(frames, device=speaker.device)[None, :].repeat(rows, 1)
         self.position_embeddings = dit.rotary_embed(like, positions)
         block_diff = dit._create_block_diff(like)  # [rows, heads, frames, frames], a view of one [frames, frames]
-        self.masks: list[torch.Tensor] = []  # per decoder layer, what DiTDecoderLayer.forward computes
+        # per decoder layer, what DiTDecoderLayer.forward computes, as the float mask attention makes of it
+        self.masks: list[torch.Tensor] = []
         made: dict[tuple[int, int], torch.Tensor] = {}
         for block in dit.transformer_blocks:
             window = (block.look_backward_block, block.look_ahead_block)
             if window not in made:
-                one = block_diff[:1, :1]
-                made[window] = ((one >= -float(window[0])) & (one <= float(window[1]))).expand_as(block_diff)
+                one = block_diff[0, 0]
+                allowed = (one >= -float(window[0])) & (one <= float(window[1]))
+                # in the queries' dtype, as attention converts a boolean mask
+                additive = torch.zeros(allowed.shape, dtype=dit.proj_out.weight.dtype, device=speaker.device)
+                made[window] = additive.masked_fill_(~allowed, float("-inf")).expand_as(block_diff)
             self.masks.append(made[window])
 
     def __call__(self, time: torch.Tensor, state: torch.Tensor) -> torch.Tensor:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..backends.base import LoadReporter
+from ..engine.executors import threads_as_placed
 from ..program import CompiledProgram
 from .loads import timed_loads
 from .workload import BenchResult, Workload, max_rss_bytes, run_workload
@@ -124,8 +125,10 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     thinker, talker = ours.roles["thinker"], ours.roles["talker"]
     card = ours.card
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
-    # generate gets as many intra-op threads as the widest of our components: the same cores, no more
-    threads = max((t["count"] for t in ours.threads().values()), default=None)
+    # generate gets as many intra-op threads as the widest of our components uses cores (its threads, times
+    # its workers): the same cores, no more
+    placed = threads_as_placed(ours, None if placement == "card" else placement)
+    threads = max((t["count"] * t.get("workers", 1) for t in placed.values()), default=None)
     # generate runs on our components' own loaded model: the same weights, no second copy kept (its own
     # load was timed above and released)
     reference = GenerateReference(model_path, sorted(talker.eos_token_ids), model=thinker.model, num_threads=threads)

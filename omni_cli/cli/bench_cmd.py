@@ -56,6 +56,7 @@ def bench(
 ) -> None:
     from ..api import load
     from ..bench import process_timings, standard_suite, targets
+    from ..engine.executors import threads_as_placed
 
     settings = {"model_path": model_path} if model_path else None
     program = load(card, None, settings)
@@ -88,7 +89,7 @@ def bench(
     timings = process_timings(card, model_path=model_path) if processes else {}
     rows = targets(results, ref, timings)
     ref_results = ref[0] if ref else []
-    threads = program.threads()
+    threads = threads_as_placed(program, placement if ref else None)
     generate_threads = ref[1].get("generate_threads") if ref else None
     where = placement_line(program, placement) if ref else None
     if as_json:
@@ -122,12 +123,14 @@ def placement_line(program, override: str | None) -> str:
     given = None if override is None else override_placement(program.card.placement, override, list(program.components))
     specs = placement_of(program, given)
     source = "card" if override is None else "--placement"
-    return "placement: " + ", ".join(f"{name} {spec.executor}" for name, spec in specs.items()) + f" ({source})"
+    return "placement: " + ", ".join(f"{name} {spec.executor}" + (f" x{spec.workers}" if spec.workers > 1 else "")
+                                     for name, spec in specs.items()) + f" ({source})"
 
 
 def threads_line(threads: dict[str, dict], generate_threads: int | None) -> str:
     """The intra-op threads each component ran with, and where each count came from (backends/hf/threads.py)."""
-    parts = ", ".join(f"{name} {t['count']} ({t['source']})" for name, t in threads.items())
+    parts = ", ".join(f"{name} {t['count']} ({t['source']})" + (f" in each of {t['workers']} workers" if "workers" in t else "")
+                      for name, t in threads.items())
     return f"intra-op threads: {parts}" + ("" if generate_threads is None else f"; generate {generate_threads}")
 
 

@@ -49,7 +49,8 @@ Device = Annotated[str | None, typer.Option("--device", rich_help_panel=MODEL,
 Placement = Annotated[str | None, typer.Option(
     "--placement", metavar="KIND|NAME=KIND,…", rich_help_panel=MODEL,
     help="Where components run: inline, thread, process or ray; for all (`--placement ray`) or some "
-         "(`thinker=process,vocoder=thread`). Default: the card's `placement`, else inline.")]
+         "(`thinker=process,vocoder=thread`); `process:N` runs N workers of it (`vocoder=process:2`). "
+         "Default: the card's `placement`, else inline.")]
 RayAddress = Annotated[str | None, typer.Option(
     "--ray-address", metavar="auto|HOST:PORT", rich_help_panel=MODEL,
     help="Join this Ray cluster for components placed on ray; default: start a local Ray.")]

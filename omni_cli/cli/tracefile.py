@@ -16,6 +16,7 @@ def run_record(engine, card_arg: str, program: str | None, settings: dict[str, A
                request: dict[str, Any], placement: str | None = None) -> dict[str, Any]:
     """`placement`: the --placement override, to say the thread count a placed worker runs with."""
     from .. import __version__
+    from ..engine.executors import threads_as_placed
 
     compiled = engine.program
     return {
@@ -27,21 +28,6 @@ def run_record(engine, card_arg: str, program: str | None, settings: dict[str, A
         "sample_rate": engine.sample_rate, "loops": list(compiled.loops), "request": request,
         "threads": threads_as_placed(compiled, placement),
     }
-
-
-def threads_as_placed(compiled, placement: str | None) -> dict[str, dict[str, Any]]:
-    """Each component's intra-op threads where it runs: a process or Ray worker given `num_threads` by its
-    placement gets it as OMP_NUM_THREADS, which only the component's own `num_threads` overrides."""
-    from ..engine.executors import placement_of
-    from ..spec.placement import override_placement
-
-    threads = compiled.threads()
-    given = None if placement is None else override_placement(compiled.card.placement, placement,
-                                                              list(compiled.components))
-    for name, spec in placement_of(compiled, given).items():
-        if name in threads and spec.is_remote and spec.num_threads and threads[name]["source"] != "component params":
-            threads[name] = {"count": spec.num_threads, "source": f"placement ({spec.executor} worker)"}
-    return threads
 
 
 class TraceWriter:

@@ -24,6 +24,8 @@ class PlacementSpec:
     num_gpus: float | None = bounded(None, min=0.0, max=64.0, doc="ray: GPUs the actor reserves (default 0)")
     num_threads: int = bounded(0, min=0, max=4096, doc="process, ray: the worker's intra-op threads; 0 leaves "
                                                       "the libraries' choice")
+    workers: int = bounded(1, min=1, max=64, doc="process: workers of the component, each with its own copy of "
+                                                 "the weights; a batch is split by request over them")
 
     @property
     def is_remote(self) -> bool:
@@ -54,6 +56,9 @@ def check_placement(placement: dict[str, PlacementSpec], components: dict[str, s
             if getattr(spec, field_name) is not None and spec.executor != "ray":
                 issues.add(line(f"{key}.{field_name}"), f"{key}.{field_name}",
                            f"a Ray resource: only with executor ray (this one is {spec.executor})")
+        if spec.workers > 1 and spec.executor != "process":
+            issues.add(line(f"{key}.workers"), f"{key}.workers",
+                       f"needs executor process (this one is {spec.executor})")
         if spec.num_threads and not spec.is_remote:
             # torch's and BLAS's thread pools are per process: a thread executor cannot size its own
             issues.add(line(f"{key}.num_threads"), f"{key}.num_threads",
@@ -63,7 +68,8 @@ def check_placement(placement: dict[str, PlacementSpec], components: dict[str, s
 def override_placement(placement: dict[str, PlacementSpec], text: str, components: list[str]) -> dict[str, PlacementSpec]:
     """Apply `--placement KIND` (every component) or `--placement NAME=KIND,NAME=KIND` to a card's placement.
 
-    Only the executor changes; a component's device and resources stay as the card says.
+    Only the executor changes (and `process:N` sets N `workers`); a component's device and resources
+    stay as the card says.
     """
     out = {name: placement.get(name, PlacementSpec()) for name in components}
     text = text.strip()
@@ -75,13 +81,18 @@ def override_placement(placement: dict[str, PlacementSpec], text: str, component
             raise _cli_error(f"expected KIND or NAME=KIND,NAME=KIND, got {pair!r}")
         if name not in out:
             raise _cli_error(f"unknown component {name!r} (components: {', '.join(components)})")
+        kind, colon, count = kind.partition(":")
         if kind not in EXECUTORS:
             raise _cli_error(f"unknown executor {kind!r} (known: {', '.join(EXECUTORS)})")
+        if colon and (kind != "process" or not count.isdigit() or not 1 <= int(count) <= 64):
+            raise _cli_error(f"expected process:N (N workers, 1 to 64), got {pair.strip()!r}")
         spec = out[name]
         if kind != "ray" and (spec.num_cpus is not None or spec.num_gpus is not None):
             spec = replace(spec, num_cpus=None, num_gpus=None)  # the card's Ray resources do not apply
         if kind not in ("process", "ray"):
             spec = replace(spec, num_threads=0)
+        if kind != "process" or colon:
+            spec = replace(spec, workers=int(count) if colon else 1)
         out[name] = replace(spec, executor=kind)
     return out
 

@@ -21,7 +21,7 @@ def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_rati
                                         talker_codes=40)
     s = {r.label: r.summary() for r in results}
     assert list(s) == ["ours-1", "ours-2", "generate"]
-    assert compared["generate_threads"] == max(t["count"] for t in program.threads().values())
+    assert compared["generate_threads"] == max(t["count"] for t in program.threads().values())  # inline: the widest
     assert compared["ours-1"]["same_tokens"] == compared["ours-2"]["same_tokens"] == 2  # greedy: generate's tokens
     assert all(s[label]["audio_s_total"] > 0 for label in s)
     rows = {row["target"]: row for row in targets([], (results, compared), {})}
@@ -105,12 +105,17 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     assert records[-2] == {"threads": {name: {"count": 1, "source": "default"}
                                        for name in ("thinker", "talker", "vocoder")}, "generate_threads": 1}
     assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder inline (card)"}
-    # --placement with --reference: where ours runs (the vocoder on a thread here), and every target still
-    placed = subprocess.run(argv + ["--placement", "vocoder=thread", "--requests", "1", "--concurrency", "1"],
-                            capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    # --placement with --reference: where ours runs (the vocoder in two worker processes here), every target
+    # still, and generate given the cores ours uses (one thread in each of two workers: two threads)
+    placed = subprocess.run(argv + ["--placement", "vocoder=process:2"], capture_output=True, text=True, env=env,
+                            cwd=root, timeout=600)
     assert placed.returncode == 0, placed.stderr
-    assert "placement: thinker inline, talker inline, vocoder thread (--placement)" in placed.stdout.splitlines()
-    assert "requests whose tokens and codes equal generate's (ours-1)" in placed.stdout
+    out = placed.stdout.splitlines()
+    assert out[0] == ("intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default) in each of 2 "
+                      "workers; generate 2")
+    assert "placement: thinker inline, talker inline, vocoder process x2 (--placement)" in out
+    same = next(line for line in out if "requests whose tokens and codes equal generate's (ours-2)" in line)
+    assert "│ 2 " in same and "yes" in same
     bad = subprocess.run(argv + ["--placement", "vocoder=bogus"], capture_output=True, text=True, env=env,
                          cwd=root, timeout=600)
     assert bad.returncode == 2 and "unknown executor 'bogus'" in bad.stderr and not bad.stdout

@@ -10,7 +10,7 @@ from ..executor import Executor, InlineExecutor
 from .failures import WorkerDied
 from .worker import WorkerSpec
 
-__all__ = ["WorkerDied", "close_executors", "make_executors", "placement_of"]
+__all__ = ["WorkerDied", "close_executors", "make_executors", "placement_of", "threads_as_placed"]
 
 
 def placement_of(program: Any, override: dict[str, PlacementSpec] | None = None) -> dict[str, PlacementSpec]:
@@ -18,6 +18,25 @@ def placement_of(program: Any, override: dict[str, PlacementSpec] | None = None)
     card = program.card
     given = override if override is not None else card.placement
     return {name: given.get(name, PlacementSpec()) for name in program.components}
+
+
+def threads_as_placed(program: Any, override: str | None = None) -> dict[str, dict[str, Any]]:
+    """Each component's intra-op threads where it runs (`override`: `--placement`'s text over the card's): a
+    process or Ray worker given `num_threads` by its placement gets it as OMP_NUM_THREADS, which only the
+    component's own `num_threads` overrides; with `workers: N`, "workers" says how many run them."""
+    from ...spec.placement import override_placement
+
+    threads = program.threads()
+    given = None if override is None else override_placement(program.card.placement, override,
+                                                              list(program.components))
+    for name, spec in placement_of(program, given).items():
+        if name not in threads:
+            continue
+        if spec.is_remote and spec.num_threads and threads[name]["source"] != "component params":
+            threads[name] = {"count": spec.num_threads, "source": f"placement ({spec.executor} worker)"}
+        if spec.workers > 1:
+            threads[name] = {**threads[name], "workers": spec.workers}
+    return threads
 
 
 def make_executors(program: Any, placement: dict[str, PlacementSpec], *, ray_address: str | None = None,
@@ -31,6 +50,7 @@ def make_executors(program: Any, placement: dict[str, PlacementSpec], *, ray_add
         raise SpecError([SpecIssue("<command line>", None, "--ray-address",
                                    "no component is placed on ray (add --placement ray)")])
     pair = _handoff_pair(program, placement) if direct_handoff else None
+    _check_workers(program, placement, pair)
     link = None
     if pair is not None and placement[pair[0]].executor == "process":
         from .handoff_pipe import ProcessLink
@@ -82,11 +102,39 @@ def _make(name: str, component: Any, program: Any, spec: PlacementSpec, placemen
     if spec.executor == "process":
         from .process import ProcessExecutor
 
-        return ProcessExecutor(name, worker, link if handoff else None, thinker)
+        if spec.workers == 1:
+            return ProcessExecutor(name, worker, link if handoff else None, thinker)
+        from .workers import WorkersExecutor
+
+        started: list[Executor] = []
+        try:
+            for _ in range(spec.workers):
+                started.append(ProcessExecutor(name, worker))
+        except BaseException:
+            for executor in started:
+                executor.close()
+            raise
+        return WorkersExecutor(name, started)
     from .ray import RayExecutor, actor_resources, ensure_ray
 
     cpus = sum(actor_resources(p)["num_cpus"] for p in placement.values() if p.executor == "ray")
     return RayExecutor(name, worker, spec, ensure_ray(ray_address, cpus), thinker)
+
+
+def _check_workers(program: Any, placement: dict[str, PlacementSpec], pair: tuple[str, str] | None) -> None:
+    """A thinker and a talker whose workers hand off directly pair one worker with one: neither has more."""
+    if pair is None:
+        return
+    card, issues = program.card, []
+    for name in pair:
+        if placement[name].workers > 1:
+            other = pair[1] if name == pair[0] else pair[0]
+            key = f"placement.{name}.workers"
+            issues.append(SpecIssue(card.source, card.line(key), key,
+                                    f"{name} and {other} hand off directly between their workers, one to one: "
+                                    f"place {other} inline to give {name} several"))
+    if issues:
+        raise SpecError(issues)
 
 
 def _check_devices(program: Any, placement: dict[str, PlacementSpec]) -> None:

@@ -100,3 +100,19 @@ def test_lean_bigvgan_runs_far_fewer_ops_per_call(bigvgan):
         counts.append(ops.count)
     theirs, ours = counts
     assert ours < 0.7 * theirs, (ours, theirs)  # measured: about half
+
+
+def test_the_vocoder_ab_example_finds_both_changes_exact(tiny_checkpoint):
+    """examples/hf_vocoder_ab.py, the README's measurement of the chains and the float masks, on short inputs."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "examples" / "hf_vocoder_ab.py"), str(tiny_checkpoint),
+                           "--rounds", "1", "--repeats", "1", "--small"], capture_output=True, text=True,
+                          cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split("  ")[1].split()[0] for line in lines] == ["BigVGAN", "BigVGAN", "DiT"], lines
+    assert all(line.endswith("bit-equal True") for line in lines), lines

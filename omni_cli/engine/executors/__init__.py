@@ -106,10 +106,12 @@ def _make(name: str, component: Any, program: Any, spec: PlacementSpec, placemen
             return ProcessExecutor(name, worker, link if handoff else None, thinker)
         from .workers import WorkersExecutor
 
-        started: list[Executor] = []
+        started: list[ProcessExecutor] = []
         try:
-            for _ in range(spec.workers):
-                started.append(ProcessExecutor(name, worker))
+            for _ in range(spec.workers):  # spawned side by side, then each waited for
+                started.append(ProcessExecutor(name, worker, wait=False))
+            for executor in started:
+                executor.wait_started()
         except BaseException:
             for executor in started:
                 executor.close()

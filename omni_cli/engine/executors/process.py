@@ -49,9 +49,11 @@ def _call(method: str, *args: Any) -> Any:
 class ProcessExecutor(Executor):
     kind = "process"
 
-    def __init__(self, name: str, spec: WorkerSpec, link: ProcessLink | None = None, handoff_from: Any = None):
+    def __init__(self, name: str, spec: WorkerSpec, link: ProcessLink | None = None, handoff_from: Any = None,
+                 *, wait: bool = True):
         """link: the pipe of a direct hand-off (spec.handoff says which end); handoff_from: the talker's,
-        the driver's thinker (its stand-ins, handoff.py)."""
+        the driver's thinker (its stand-ins, handoff.py). wait=False: return once the worker is spawned, and
+        let `wait_started` wait for it to build (workers of one component start side by side)."""
         self.name = name
         self._tracker = StateTracker(ship=True)
         self._dead: WorkerDied | None = None
@@ -70,8 +72,14 @@ class ProcessExecutor(Executor):
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+        self._first = first
+        if wait:
+            self.wait_started()
+
+    def wait_started(self) -> None:
+        """Until the worker has built its component (its error, if it could not: the card's own message)."""
         try:
-            first.result(timeout=START_TIMEOUT_S)
+            self._first.result(timeout=START_TIMEOUT_S)
         except BaseException:
             self._pool.shutdown(wait=False, cancel_futures=True)
             raise

@@ -165,5 +165,7 @@ def test_workers_need_a_process_and_the_command_line_sets_them():
 def test_a_thinker_and_talker_handing_off_directly_cannot_have_several_workers(toy):
     placement = placement_of(toy, override_placement(toy.card.placement, "thinker=process,talker=process:2",
                                                      list(toy.components)))
-    with pytest.raises(SpecError, match="talker and thinker hand off directly between their workers"):
+    with pytest.raises(SpecError) as caught:
         make_executors(toy, placement)
+    assert str(caught.value) == ("<command line>: --placement: talker and thinker hand off directly between their "
+                                 "workers, one to one: place thinker inline to give talker several")

@@ -131,10 +131,13 @@ def _check_workers(program: Any, placement: dict[str, PlacementSpec], pair: tupl
     for name in pair:
         if placement[name].workers > 1:
             other = pair[1] if name == pair[0] else pair[0]
-            key = f"placement.{name}.workers"
-            issues.append(SpecIssue(card.source, card.line(key), key,
-                                    f"{name} and {other} hand off directly between their workers, one to one: "
-                                    f"place {other} inline to give {name} several"))
+            message = (f"{name} and {other} hand off directly between their workers, one to one: "
+                       f"place {other} inline to give {name} several")
+            if card.placement.get(name) == placement[name]:  # the card's own
+                key = f"placement.{name}.workers"
+                issues.append(SpecIssue(card.source, card.line(key), key, message))
+            else:
+                issues.append(SpecIssue("<command line>", None, "--placement", message))
     if issues:
         raise SpecError(issues)
 

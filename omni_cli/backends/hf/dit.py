@@ -14,8 +14,9 @@
 # frames] comparison expanded to the same shape (the same values, so the same attention). The mask is handed
 # to attention as the additive float mask (0 where a frame may attend, -inf where not) that torch's
 # scaled_dot_product_attention otherwise makes from a boolean one on every call: a `where` over the whole
-# [rows, heads, frames, frames] block, about a third of a short window's time. The kernel then reads the
-# same mask values, so the output is the same tensor (tests/hf/test_hf_token2wav.py).
+# [rows, heads, frames, frames] block (8 x 264 frames: 1.50-1.54 s a window with it, 1.17-1.21 s without;
+# examples/hf_vocoder_ab.py). The kernel then reads the same mask values, so the output is the same tensor
+# (tests/hf/test_hf_token2wav.py).
 
 from __future__ import annotations
 

@@ -47,8 +47,8 @@ def bench(
     placement: str | None = typer.Option(None, "--placement", metavar="KIND,KIND",
                                          help="instead: these placements (thread, process, ray) beside inline: "
                                               "throughput, same audio, and each executor's cost per call; with "
-                                              "--reference: where ours runs (KIND or NAME=KIND,...; default: the "
-                                              "card's placement)"),
+                                              "--reference: where ours runs (KIND or NAME=KIND,..., e.g. "
+                                              "vocoder=process:2; default: the card's placement)"),
     rounds: int = typer.Option(1, "--rounds", min=1, max=100, help="--placement: alternate the placements' timed runs "
                                "this many times, keeping each one's fastest; --reference: the same for each side's load"),
     rollout: bool = typer.Option(False, "--rollout", help="instead: overhead per WorkUnit served and rolled out "

@@ -65,6 +65,12 @@ def _edge_pad(hidden: torch.Tensor, left: int, right: int) -> torch.Tensor:
     return torch.cat([hidden[..., :1].expand(*rows, left), hidden, hidden[..., -1:].expand(*rows, right)], dim=-1)
 
 
+def _up_offsets(up_left: int, kernel: int, phase: int) -> list[tuple[int, int]]:
+    """(tap, offset) of upsampled sample 2s + phase: the taps k of that parity, ascending, each times padded
+    input sample s + offset, offset = (phase + up_left - k) / 2 (the transposed convolution, cropped by up_left)."""
+    return [(k, (phase + up_left - k) // 2) for k in range(kernel) if (phase + up_left - k) % 2 == 0]
+
+
 class _FirActivation(_Activation):
     """The same activation with both filters as fused multiply-add chains over slices (the module's note)."""
 
@@ -74,10 +80,8 @@ class _FirActivation(_Activation):
         with torch.no_grad():
             up_taps = (up.filter * up.ratio).flatten()
             down_taps = down.filter.flatten().clone()
-        # upsampled sample 2s + phase = sum over the taps k of that parity, ascending, of tap k times padded
-        # input sample s + (phase + up_left - k) / 2 (the transposed convolution, cropped by up_left)
-        self.up_terms = [[((phase + self.up_left - k) // 2, up_taps[k]) for k in range(len(up_taps))
-                          if (phase + self.up_left - k) % 2 == 0] for phase in (0, 1)]
+        self.up_terms = [[(offset, up_taps[k]) for k, offset in _up_offsets(up.pad_left, len(up_taps), phase)]
+                         for phase in (0, 1)]
         # low-pass output t = sum over every tap k, ascending, of tap k times upsampled sample 2t + k - down_left
         # (past either end: the first or the last sample), which is one phase's sample t + offset
         self.down_terms = [((k - self.down_left) % 2, (k - self.down_left) // 2, down_taps[k]) for k in range(len(down_taps))]
@@ -90,8 +94,8 @@ class _FirActivation(_Activation):
         up, down = module.upsample, module.downsample
         return (up.ratio == up.stride == 2 and down.stride == 2 and up.filter.dtype == torch.float32
                 and up.filter.device.type == "cpu"
-                and all(0 <= (phase + up.pad_left - k) // 2 <= 2 * up.pad
-                        for phase in (0, 1) for k in range(up.filter.shape[-1]) if (phase + up.pad_left - k) % 2 == 0))
+                and all(0 <= offset <= 2 * up.pad for phase in (0, 1)
+                        for _, offset in _up_offsets(up.pad_left, up.filter.shape[-1], phase)))
 
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
         rows, length = hidden.shape[:-1], hidden.shape[-1]

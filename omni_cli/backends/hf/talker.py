@@ -35,6 +35,7 @@ from omni_cli.backends.hf.ar import (
     run_decode_batch,
     step_bytes_estimate,
 )
+from omni_cli.backends.hf.decode import TalkerStep
 from omni_cli.backends.hf.loading import Loaded
 from omni_cli.backends.hf.params import HFParams, TalkerParams
 from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
@@ -57,6 +58,8 @@ class HFTalker:
         self.threads = threads or choose_threads(params.num_threads, settings.num_threads)
         self.name = name
         self.module = loaded.model.talker
+        # one request's decode step as the module runs it, without its per-call wrapping (decode.py)
+        self.step = TalkerStep(self.module) if TalkerStep.applies(self.module) else None
         self.device = loaded.device
         self.dtype = loaded.dtype
         self.config = self.module.config
@@ -201,8 +204,11 @@ class HFTalker:
         return [ARStepOutput(logits=last_logits(out.logits, row)) for row in range(len(inputs))]
 
     def _forward(self, cache: ARCache, embeds: torch.Tensor, positions: torch.Tensor) -> ARStepOutput:
-        out = self.module(
-            inputs_embeds=embeds, position_ids=positions, cache=cache.kv, use_cache=True, return_dict=True
-        )
+        if embeds.shape[1] == 1 and self.step is not None:  # a decode step alone: the same ops, unwrapped
+            logits = self.step(embeds, positions, cache.kv)
+        else:
+            logits = self.module(
+                inputs_embeds=embeds, position_ids=positions, cache=cache.kv, use_cache=True, return_dict=True
+            ).logits
         cache.num_positions += embeds.shape[1]
-        return ARStepOutput(logits=last_logits(out.logits))
+        return ARStepOutput(logits=last_logits(logits))

@@ -15,6 +15,7 @@ from .load_view import make_load_view
 from .outputs import OutputPlan, Router, claim_plan, isatty
 from .runner import Outcome, run_utterances
 from .session import ModelOptions, check_voice, open_engine
+from .signals import GracefulStop
 from .tracefile import TraceWriter, run_record
 
 
@@ -87,23 +88,27 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
                                 request_fields(job.request), job.model.placement))
         return writer
 
+    # signals are caught from before the outputs open: a Ctrl-C then still removes a file the run made empty
+    stop = GracefulStop(lambda signum: None)  # (the run binds its own stop to it)
     trace = None
-    try:
-        openers = {"--trace": open_trace} if job.trace_path else {}
-        trace = claims.open_all({job.plan.flag: router.open, **openers}).get("--trace")
-        if trace is not None:
-            engine.subscribe(trace)
-        engine.subscribe(view.on_trace)
-        for fn in job.subscribers:
-            engine.subscribe(fn)
-        on_utterance = trace.utterance if trace is not None else None
-        in_flight = job.concurrency * job.model.replicas  # the pool gives each replica at most -j
-        outcome = run_utterances(engine, source, router, view, job.request, in_flight, on_utterance,
-                                 allow_truncation=job.allow_truncation, allow_no_audio=job.allow_no_audio)
-    finally:
-        if trace is not None:
-            trace.close()
-    leave_no_empty_files(outcome, source, router, claims, job)
+    with stop:
+        try:
+            openers = {"--trace": open_trace} if job.trace_path else {}
+            trace = claims.open_all({job.plan.flag: router.open, **openers}).get("--trace")
+            if trace is not None:
+                engine.subscribe(trace)
+            engine.subscribe(view.on_trace)
+            for fn in job.subscribers:
+                engine.subscribe(fn)
+            on_utterance = trace.utterance if trace is not None else None
+            in_flight = job.concurrency * job.model.replicas  # the pool gives each replica at most -j
+            outcome = run_utterances(engine, source, router, view, job.request, in_flight, on_utterance,
+                                     allow_truncation=job.allow_truncation, allow_no_audio=job.allow_no_audio,
+                                     stop=stop)
+        finally:
+            if trace is not None:
+                trace.close()
+        leave_no_empty_files(outcome, source, router, claims, job)
     return outcome, router, view
 
 

@@ -180,15 +180,22 @@ class Driver:
 
 def run_utterances(engine, source: LineSource, router: Router, view, request, concurrency: int,
                    on_utterance: Callable[[Utterance], None] | None = None, *, allow_truncation: bool = False,
-                   allow_no_audio: bool = False) -> Outcome:
-    """The whole run: outputs open, signals caught, closed cleanly however it ends."""
+                   allow_no_audio: bool = False, stop: GracefulStop | None = None) -> Outcome:
+    """The whole run: outputs open, signals caught, closed cleanly however it ends. `stop`: the caller's,
+    already catching signals since before the outputs opened (one that came is passed to the run now)."""
+    from contextlib import nullcontext
+
     from ..audio import OutputClosed
 
     driver = Driver(engine, source, router, view, request, concurrency, on_utterance, allow_truncation,
                     allow_no_audio)
-    stop = GracefulStop(driver.stop)
+    catching = nullcontext() if stop is not None else None
+    if stop is None:
+        stop = GracefulStop(driver.stop)
+    else:
+        stop.bind(driver.stop)
     try:
-        with stop, view:
+        with catching or stop, view:
             try:
                 outcome = driver.run()
             finally:

@@ -27,6 +27,12 @@ class GracefulStop:
     def exit_code(self) -> int | None:
         return None if self.signum is None else EXIT_CODES[self.signum]
 
+    def bind(self, on_stop: Callable[[int], None]) -> None:
+        """Call `on_stop` from now on; a signal that came before (while the outputs opened) is passed on now."""
+        self._on_stop = on_stop
+        if self.signum is not None:
+            on_stop(self.signum)
+
     def _handle(self, signum, frame) -> None:
         if self.signum is not None:
             os._exit(EXIT_CODES[signum])

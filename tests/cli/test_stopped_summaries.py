@@ -130,3 +130,33 @@ def test_the_summary_rtf_is_wall_over_audio(omni):
     audio_s, wall_s, rtf = float(m[1]), float(m[2]), m[3]
     # the printed figures are rounded to 2 places: the RTF printed agrees with them to that precision
     assert rtf.startswith("<") or abs(float(rtf) - wall_s / audio_s) <= 0.01 / audio_s + 0.001
+
+
+OPEN_THEN_CTRL_C = """
+import os, signal, sys
+from omni_cli.cli import outputs
+opened = outputs.Router.open
+def open_then_ctrl_c(self, *args, **kwargs):
+    made = opened(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)  # the instant the file exists, before the run has begun
+    return made
+outputs.Router.open = open_then_ctrl_c
+sys.argv = ["omni", "speak", "hello there", "-o", "w.wav"]
+from omni_cli.cli.entry import main
+main()
+"""
+
+
+def test_a_signal_as_the_file_opens_is_caught_and_the_file_removed(home):
+    """Signals are caught from before the outputs open, not only once the run has begun: the deterministic
+    form of the race the test above can meet on a loaded machine (the file left behind)."""
+    import sys
+
+    from cli_helpers import proc_env
+
+    p = subprocess.run([sys.executable, "-c", OPEN_THEN_CTRL_C], cwd=home, env=proc_env(home / "home"),
+                       capture_output=True, timeout=PATIENCE_S)
+    lines = stderr_lines(p.stderr.decode())
+    assert p.returncode == 130, lines
+    assert not (home / "w.wav").exists()
+    assert lines[0] == "omni: stopped: interrupted" and "omni: removed w.wav: no audio was written to it" in lines

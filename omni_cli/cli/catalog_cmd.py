@@ -91,7 +91,18 @@ def cards_show(name: NameArg, params: bool = typer.Option(
         say(f"{card.model}  ({path})\nkeys it may set (value, accepts, does):")
         columns(param_rows(card), indent="  ", block=as_param_block)
         return
-    echo = say
+    import textwrap
+
+    from .fit import terminal_width
+
+    width = terminal_width()
+
+    def echo(text: str) -> None:  # on a terminal, long lines wrap under their item, indented
+        for line in text.split("\n"):
+            lead = " " * (len(line) - len(line.lstrip()))
+            say("\n".join(textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "    ",
+                                         break_on_hyphens=False)) if width and len(line) > width else line)
+
     echo(f"{card.model}  ({path})\n  {card.description}")
     echo(f"sample rate {card.sample_rate} Hz, seed {card.seed}, capabilities: {', '.join(card.capabilities) or '-'}")
     echo(f"voices: {', '.join(card.voices) or '-'} (default {card.defaults.voice or '-'})")
@@ -115,6 +126,8 @@ def cards_show(name: NameArg, params: bool = typer.Option(
             extra = f", chunk_codes {loop.first_chunk_codes} {growth} to {loop.chunk_codes}"
         else:
             extra = f", chunk_codes {loop.chunk_codes}"
+        if loop.kind == "audio_decode" and loop.first_audio_codes:
+            extra += f", first audio after {loop.first_audio_codes}"
         echo(f"  {lname}: {loop.kind} over {loop.component}, {units} units, prompt {loop.prompt_slot}{extra}")
     echo(f"limits: text {card.limits.max_text_chars} chars, memory {card.limits.memory_budget_mib} MiB; "
          f"batching: max {card.batching.max_batch}")

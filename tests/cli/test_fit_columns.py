@@ -79,3 +79,16 @@ def test_column_groups_keep_a_table_whole_when_it_fits_and_split_it_when_not():
     assert [i for g in groups for i in g] == [1, 2, 3, 4, 5] and len(groups) == 2
     for g in groups:
         assert widths[0] + 4 + sum(widths[i] + 3 for i in g) <= whole - 1
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_cards_show_wraps_its_long_lines_on_a_terminal_and_keeps_them_whole_to_a_pipe(omni, monkeypatch, width):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    piped = omni("cards", "show", "qwen2_5_omni").stdout.splitlines()
+    assert max(len(line) for line in piped) > 100  # the vocoder's params: one line each to a pipe
+    monkeypatch.setenv("COLUMNS", str(width))
+    shown = omni("cards", "show", "qwen2_5_omni").stdout.splitlines()
+    assert all(len(line) <= width for line in shown), shown
+    assert words(shown) == words(piped)
+    loops = shown.index("loops:")
+    assert shown[loops + 1].startswith("  thinker_decode:") and shown[loops + 2].startswith("      ")  # wrapped, indented

@@ -6,7 +6,7 @@
 
 Each round runs, for each variant in turn, `--requests` greedy chat utterances of `--codes` codes at
 concurrency 1 and at concurrency `--requests`. A variant is NAME:KEY=VALUE,...: keys of the vocoder's
-audio_decode loop (chunk_growth, chunk_codes, first_chunk_codes) or of the vocoder's params; the default
+audio_decode loop (chunk_growth, chunk_codes, first_chunk_codes, first_audio_codes) or of the vocoder's params; the default
 pair is the shipped card's doubling chunks ("double") beside `chunk_growth: slack` up to 400 codes
 ("slack"). It prints one JSON line per run and, per variant, the best and worst over rounds of TTFA p50,
 latency p50, stall max, audio s per wall s, DiT windows per utterance and DiT forwards (windows batched
@@ -40,7 +40,7 @@ def main() -> None:
 
     def variant(**changes):
         card = base.card
-        loop_keys = {"chunk_growth", "chunk_codes", "first_chunk_codes"}
+        loop_keys = {"chunk_growth", "chunk_codes", "first_chunk_codes", "first_audio_codes"}
         vocoder_loop = {k: v for k, v in changes.items() if k in loop_keys}
         params = {k: v for k, v in changes.items() if k not in loop_keys}
         loops = {name: replace(loop, **vocoder_loop) if loop.kind == "audio_decode" else loop
@@ -54,24 +54,17 @@ def main() -> None:
 
     chunkings = {name: variant(**changes) for name, changes in
                  map(_parse, args.variant or ["double:", "slack:chunk_growth=slack,chunk_codes=400"])}
-    whole = variant(chunk_codes=0, first_chunk_codes=0)
-    windows = {name: [0] for name in chunkings}
-    for name, program in chunkings.items():  # count the vocoder's chunks: one DiT window each
-        vocoder, count = program.roles["vocoder"], windows[name]
-        run_chunks = vocoder.run
-
-        def counted(kind, inputs, run_chunks=run_chunks, count=count):
-            count[0] += len(inputs)
-            return run_chunks(kind, inputs)
-
-        vocoder.run = counted
+    whole = variant(chunk_codes=0, first_chunk_codes=0, first_audio_codes=0)
     from omni_cli.backends.hf import token2wav
 
-    forwards, sample_window = [0], token2wav.sample_window  # DiT forwards: one per group of windows
+    # DiT windows (rows of noise) and forwards (windows batched together run as one); a chunk whose mel an
+    # earlier window made (first_audio_codes) runs none
+    windows, forwards, sample_window = [0], [0], token2wav.sample_window
 
-    def counted_forward(*args, **kwargs):
+    def counted_forward(dit, noise, *args, **kwargs):
         forwards[0] += 1
-        return sample_window(*args, **kwargs)
+        windows[0] += noise.shape[0]
+        return sample_window(dit, noise, *args, **kwargs)
 
     token2wav.sample_window = counted_forward
     work = Workload(num_requests=args.requests, text_chars=60, mode="chat")
@@ -81,13 +74,13 @@ def main() -> None:
         for name, program in chunkings.items():
             for workload in (work, replace(work, concurrency=args.requests)):
                 label = f"ours-{workload.concurrency}"
-                windows[name][0] = forwards[0] = 0
+                windows[0] = forwards[0] = 0
                 result = run_workload(program, workload, label, keep_outputs=True)
                 s = result.summary()
                 row = {"round": round_, "chunks": name, "run": label, "ttfa_p50_s": s["ttfa_p50_s"],
                        "latency_p50_s": s["latency_p50_s"], "stall_max_s": s["stall_max_s"],
                        "audio_s_per_wall_s": s["audio_s_per_wall_s"], "windows_per_utterance":
-                       windows[name][0] / args.requests, "dit_forwards": forwards[0],
+                       windows[0] / args.requests, "dit_forwards": forwards[0],
                        "min_snr_db": _worst_snr(reference, result.outputs)}
                 figures.setdefault((name, label), []).append(row)
                 print(json.dumps(row), flush=True)

@@ -82,6 +82,9 @@ class VocoderChunkInput:
     start: int
     end: int
     is_final: bool  # no more codes will come: the chunk may use zero padding on the right
+    # the chunk's vocoder window covers codes up to here (>= end); the chunks that follow up to it may reuse
+    # what the window made (the audio_decode loop's first_audio_codes). None: up to `end`
+    window_end: int | None = None
 
 
 @dataclass

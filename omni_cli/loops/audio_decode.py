@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ class AudioState(LoopState):
     # the Wait given; below that many nothing can have changed, and next() answers it without looking again
     ready_items: int = 0
     waiting: Wait | None = None
+    split_first: bool = False  # first_audio_codes: this request's first chunk goes out in two pieces
 
 
 @register_loop_kind
@@ -77,10 +79,14 @@ class AudioDecodeLoop(Loop):
         # codes of context a chunk's window reads besides its own (a cost per chunk, whatever its size)
         self.context_codes = int(getattr(component, "context_codes", component.lookahead_codes))
         self._slack = spec.chunk_growth == "slack"  # else the sizes are the card's alone (no call per tick)
+        # this loop's requests (a state leaves when it is dropped): whether a first chunk is alone
+        self._states: weakref.WeakValueDictionary[int, AudioState] = weakref.WeakValueDictionary()
 
     def init(self, feed: CodesFeed, out: Channel, request: LoopRequest) -> AudioState:
-        return AudioState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
-                          vocoder_state=self.component.new_state(request.voice, seed=request.seed))
+        state = AudioState(loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
+                           vocoder_state=self.component.new_state(request.voice, seed=request.seed))
+        self._states[id(state)] = state
+        return state
 
     def footprint(self, state: AudioState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
         """Sized from the talker's bound on this request's tokens (codes are at most that many), not an
@@ -108,24 +114,30 @@ class AudioDecodeLoop(Loop):
         if self.chunk_codes == 0:
             if not is_final:
                 return Wait(state.feed.describe_wait)
-            end = n
+            end = window_end = n
         else:
-            size = self._chunk_size(state) if self._slack else self.spec.chunk_size(state.step)
+            size, window = self._planned(state)
             end = min(start + size, n)
-            # a chunk runs once it is full and its look-ahead has arrived, or the codes are final
-            if not is_final and (end - start < size or n < end + self.component.lookahead_codes):
+            # its window's last code, when it reaches past the chunk (the first piece of a split first chunk)
+            window_end = min(start + window, n) if window else end
+            # a chunk runs once its window is full and its look-ahead has arrived, or the codes are final
+            if not is_final and (window_end - start < max(size, window) or n < window_end + self.component.lookahead_codes):
                 state.status = LoopStatus.WAITING
                 wait = Wait(state.feed.describe_wait)
                 if not self._slack:  # (slack sizes change as time passes: looked at again each tick)
-                    state.ready_items, state.waiting = start + size + self.component.lookahead_codes, wait
+                    state.ready_items = start + max(size, window) + self.component.lookahead_codes
+                    state.waiting = wait
                 return wait
         state.status, state.ready_items = LoopStatus.RUNNING, 0
         if self.spec.chunk_growth == "slack":
             state.planned_at = self.clock()
-        inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final)
-        # (a chunk of final codes that is not the last one still reads look-ahead: sized as not final)
+        inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final,
+                                   window_end if window_end > end else None)
+        # (a chunk of final codes that is not the last one still reads look-ahead: sized as not final; a first
+        # piece, as the whole window it runs)
         return WorkPlan(AUDIO_CHUNK, state.step, (self.loop_id, AUDIO_CHUNK),
-                        self.component.step_bytes(end - start, start=start, is_final=is_final and end == n), inputs)
+                        self.component.step_bytes(window_end - start, start=start, is_final=is_final and window_end == n),
+                        inputs)
 
     def advance(self, state: AudioState, plan: WorkPlan, output: VocoderChunkOutput) -> AudioState:
         inputs: VocoderChunkInput = plan.inputs
@@ -138,7 +150,8 @@ class AudioDecodeLoop(Loop):
             if state.first_audio_at is None and state.num_samples:
                 state.first_audio_at = now
             if state.last_audio_at is None:  # the first chunk: its own time, over its codes and look-ahead
-                state.per_code_s = (now - state.planned_at) / (inputs.end - inputs.start + self.component.lookahead_codes)
+                made = (inputs.window_end or inputs.end) - inputs.start  # a first piece's window made the whole first chunk
+                state.per_code_s = (now - state.planned_at) / (made + self.component.lookahead_codes)
             else:
                 state.per_code_s = (now - state.last_audio_at) / (inputs.end - inputs.start + self.context_codes)
             state.last_audio_at = now
@@ -148,12 +161,33 @@ class AudioDecodeLoop(Loop):
             self._finish(state, "end")
         return state
 
+    def _planned(self, state: AudioState) -> tuple[int, int]:
+        """Codes in the next chunk, and in its vocoder window when that reaches further (else 0). With
+        first_audio_codes, a request alone in this loop gets its first chunk in two pieces: the window of the
+        whole first chunk, whose audio goes out up to first_audio_codes, then the rest of it from what that
+        window made; the chunks after them are sized as if the first had been one. Alone is where first audio
+        waits on the vocoder's own call; beside other requests, the vocoder's calls are shared and a second
+        BigVGAN call for each first chunk costs throughput (5% at concurrency 8 in `omni bench --reference`)."""
+        split = self.spec.first_audio_codes
+        if split and state.step == 0:
+            state.split_first = not any(other is not state and other.status is not LoopStatus.FINISHED
+                                        for other in list(self._states.values()))
+            if state.split_first:
+                return split, self.spec.chunk_size(0)
+        if state.split_first and state.step == 1:
+            return self.spec.chunk_size(0) - split, 0
+        return (self._chunk_size(state) if self._slack else self.spec.chunk_size(self._index(state))), 0
+
+    def _index(self, state: AudioState) -> int:
+        """The chunk's place in the card's schedule: the two pieces of a split first chunk count as one."""
+        return state.step - 1 if state.split_first and state.step else state.step
+
     def _chunk_size(self, state: AudioState) -> int:
         """Codes in the next chunk. slack: what the audio ahead of real time pays for (a player that started
         at the first audio has `ahead` seconds left), at the last chunk's seconds per code; recomputed while
         the chunk waits for its codes, so a chunk shrinks as its slack runs down."""
         if self.spec.chunk_growth != "slack" or state.first_audio_at is None or state.per_code_s is None:
-            return self.spec.chunk_size(state.step)
+            return self.spec.chunk_size(self._index(state))
         ahead = state.num_samples / self.component.sample_rate - (self.clock() - state.first_audio_at)
         affordable = int(ahead * self.SLACK_SHARE / state.per_code_s) - self.context_codes
         return max(self.spec.chunk_size(0), min(self.chunk_codes, affordable))

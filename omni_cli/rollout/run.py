@@ -114,7 +114,7 @@ def sample_meta(program: CompiledProgram, request: SpeakRequest, prompt_index: i
                          eos_ids=sorted(set(s.suppressed_and_eos) - set(s.suppressed)))
         elif isinstance(loop, AudioDecodeLoop):
             entry.update(chunk_codes=loop.spec.chunk_codes, first_chunk_codes=loop.spec.first_chunk_codes,
-                         noise_seed=request.seed)
+                         first_audio_codes=loop.spec.first_audio_codes, noise_seed=request.seed)
         loops[loop_id] = entry
     backends = {c.backend for c in card.components.values()}
     return {

@@ -48,6 +48,9 @@ class LoopSpec:
     # before it were made (at least first_chunk_codes, at most chunk_codes): a player that starts at the first
     # audio is not kept waiting while the machine is faster than real time, with as few chunks as that allows
     chunk_growth: Literal["double", "slack"] = "double"
+    first_audio_codes: int = bounded(
+        0, min=0, max=4096, doc="audio_decode: the first chunk's audio in two pieces, its first this many codes "
+        "as soon as they are vocoded and the rest from the same vocoder window right after; 0 = one piece")
 
     def chunk_size(self, index: int) -> int:
         """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk
@@ -168,6 +171,11 @@ def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
             why = (f"must be at most chunk_codes ({loop.chunk_codes})" if loop.chunk_codes else
                    "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
             issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes", why)
+        if loop.first_audio_codes and not 0 < loop.first_audio_codes < (loop.first_chunk_codes or loop.chunk_codes):
+            first = loop.first_chunk_codes or loop.chunk_codes
+            why = (f"must be below the first chunk's {first} codes (first_chunk_codes, else chunk_codes)" if first else
+                   "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
+            issues.add(src.line(f"{key}.first_audio_codes"), f"{key}.first_audio_codes", why)
         if loop.chunk_growth == "slack" and not (loop.first_chunk_codes and loop.chunk_codes):
             issues.add(src.line(f"{key}.chunk_growth"), f"{key}.chunk_growth",
                        "slack needs first_chunk_codes and chunk_codes above 0 (the smallest and largest chunk)")

@@ -29,6 +29,7 @@ def program(tiny_checkpoint, tmp_path_factory):
     card["loops"]["talker_decode"]["max_tokens"] = 30
     card["loops"]["vocoder"]["chunk_codes"] = 0  # one chunk: the vocoder is not what this tests
     card["loops"]["vocoder"].pop("first_chunk_codes", None)
+    card["loops"]["vocoder"].pop("first_audio_codes", None)
     path = tmp_path_factory.mktemp("cards") / "qwen2_5_omni_short.yaml"
     path.write_text(yaml.safe_dump(card))
     return load(str(path), settings={"model_path": str(tiny_checkpoint)})

@@ -15,6 +15,7 @@ yaml = pytest.importorskip("yaml")
 import hf_cards  # noqa: E402
 
 from omni_cli.api import load, load_checked  # noqa: E402
+from omni_cli.backends.hf.dit import WindowVelocity  # noqa: E402
 from omni_cli.backends.hf.threads import DEFAULT_THREADS, Threads, choose_threads, intra_op_threads  # noqa: E402
 from omni_cli.cli.tracefile import run_record  # noqa: E402
 from omni_cli.engine import Engine  # noqa: E402
@@ -71,12 +72,19 @@ def test_each_components_calls_run_with_its_own_count_and_the_callers_is_put_bac
                                  "vocoder": {"count": 4, "source": "card params"}}
     seen: dict[str, set[int]] = {"thinker": set(), "talker": set(), "dit": set(), "bigvgan": set()}
     # the DiT's layers run through WindowVelocity (dit.py) and BigVGAN through LeanBigVGAN (bigvgan.py), not through
-    # the modules' forward: the DiT's first attention and BigVGAN's first convolution stand for them
+    # the modules' forward: each ODE velocity evaluation and BigVGAN's first convolution stand for them
     vocoder = parts["vocoder"]
     modules = {"thinker": parts["thinker"].module, "talker": parts["talker"].module,
-               "dit": vocoder.dit.transformer_blocks[0].attn, "bigvgan": vocoder.bigvgan.conv_pre}
+               "bigvgan": vocoder.bigvgan.conv_pre}
     hooks = [module.register_forward_pre_hook(lambda *_, name=name: seen[name].add(torch.get_num_threads()))
              for name, module in modules.items()]
+    velocity = WindowVelocity.__call__
+
+    def counted_velocity(self, *args):
+        seen["dit"].add(torch.get_num_threads())
+        return velocity(self, *args)
+
+    monkeypatch.setattr(WindowVelocity, "__call__", counted_velocity)
     before = torch.get_num_threads()
     torch.set_num_threads(5)
     try:

@@ -17,6 +17,14 @@
 # [rows, heads, frames, frames] block (8 x 264 frames: 1.50-1.54 s a window with it, 1.17-1.21 s without;
 # examples/hf_vocoder_ab.py). The kernel then reads the same mask values, so the output is the same tensor
 # (tests/hf/test_hf_token2wav.py).
+#
+# A small window is almost all fixed cost per tensor operation (a 72-frame window of the tiny checkpoint ran
+# about 380 operations per velocity evaluation, 36 evaluations), so the per-evaluation part is lean too, with
+# the same values: what depends on the time alone (the time embedding through each AdaLayerNormZero's linear)
+# comes from `TimeModulation`, made once per time point and kept between windows; the first head's rotary
+# embedding is one reshape (the deinterleave), one concatenation (rotate_half) and a product-sum with the
+# sin's first half negated (x * -s is -(x * s) exactly); the layers' linears, norms and GELU are called as
+# functions, not modules. Same tensors (tests/hf/test_hf_token2wav.py, tests/hf/test_hf_first_audio.py).
 
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 ONE_THIRD = 1 / 3
 TWO_THIRDS = 2 / 3
@@ -48,15 +58,22 @@ def time_points(settings: ODESettings, device: torch.device, dtype: torch.dtype)
     return points
 
 
+def stage_times(start: torch.Tensor, end: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The times RK4's four stages evaluate the velocity at over [start, end], as `integrate_rk4` computes them."""
+    step = end - start
+    return start, start + step * ONE_THIRD, start + step * TWO_THIRDS, end
+
+
 def integrate_rk4(velocity: Any, initial: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
     """The final state of dy/dt = velocity(t, y) over `points`, with the 3/8-rule RK4 step."""
     value = initial
     for start, end in zip(points[:-1], points[1:], strict=True):
         step = end - start
-        k1 = velocity(start, value)
-        k2 = velocity(start + step * ONE_THIRD, value + step * k1 * ONE_THIRD)
-        k3 = velocity(start + step * TWO_THIRDS, value + step * (k2 - k1 * ONE_THIRD))
-        k4 = velocity(end, value + step * (k1 - k2 + k3))
+        first, third, two_thirds, last = stage_times(start, end)
+        k1 = velocity(first, value)
+        k2 = velocity(third, value + step * k1 * ONE_THIRD)
+        k3 = velocity(two_thirds, value + step * (k2 - k1 * ONE_THIRD))
+        k4 = velocity(last, value + step * (k1 - k2 + k3))
         value = value + (k1 + 3 * (k2 + k3) + k4) * step / 8
     return value
 
@@ -70,13 +87,54 @@ def speaker_features(dit: Any, ref_mel: torch.Tensor, guided: bool) -> torch.Ten
     return dit.input_embed.spk_encoder(ref_mel)
 
 
+def time_modulation(dit: Any, time: torch.Tensor, rows: int) -> tuple:
+    """Each layer's (1 + scale, shift, gate) for attention and for the MLP, and the final norm's (1 + scale,
+    shift), from the time embedding of `time` over `rows` rows: `forward`'s operations on its inputs."""
+    embedding = dit.time_embed(time.repeat(rows))
+    layers = []
+    for block in dit.transformer_blocks:
+        norm = block.attn_norm
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = torch.chunk(
+            norm.linear(norm.silu(embedding)), 6, dim=1)
+        layers.append((1 + scale_msa[:, None], shift_msa[:, None], gate_msa.unsqueeze(1),
+                       1 + scale_mlp[:, None], shift_mlp[:, None], gate_mlp.unsqueeze(1)))
+    norm = dit.norm_out
+    scale, shift = torch.chunk(norm.linear(norm.silu(embedding)), 2, dim=1)
+    return layers, ((1 + scale)[:, None, :], shift[:, None, :])
+
+
+class TimeModulation:
+    """What the DiT computes from the ODE's time alone: the time embedding through each layer's
+    AdaLayerNormZero linear (its shift, 1 + scale and gate, shaped as the layer uses them) and the final
+    norm's. Every window's ODE evaluates the velocity at the same times (28 distinct ones for 36
+    evaluations), so these are made once, when the vocoder loads, for a request alone (its 1 row, 2 with
+    guidance), with the same operations on the same inputs as `forward`; a batch of windows computes its own
+    per window (its per-row work dwarfs them, and kept entries would grow with the batch)."""
+
+    def __init__(self, dit: Any, settings: ODESettings, device: torch.device, dtype: torch.dtype):
+        self.dit, self.rows = dit, 2 if settings.is_guided else 1
+        self._made: dict[tuple[float, torch.dtype], tuple] = {}
+        points = time_points(settings, device, dtype)
+        with torch.no_grad():
+            for start, end in zip(points[:-1], points[1:], strict=True):
+                for time in stage_times(start, end):
+                    if (float(time), time.dtype) not in self._made:
+                        self._made[float(time), time.dtype] = time_modulation(dit, time, self.rows)
+        self.bytes = sum(t.numel() * t.element_size() for layers, final in self._made.values()
+                         for t in [*(t for layer in layers for t in layer), *final])
+
+    def at(self, time: torch.Tensor, rows: int) -> tuple[list[tuple[torch.Tensor, ...]], tuple[torch.Tensor, torch.Tensor]]:
+        made = self._made.get((float(time), time.dtype)) if rows == self.rows else None
+        return made if made is not None else time_modulation(self.dit, time, rows)
+
+
 class WindowVelocity:
     """`dit.forward` over one window of `batch` rows, with everything that does not change between ODE
     steps computed once. With guidance the DiT runs [conditioned rows; unconditioned rows] as one batch
     and the velocity is the guided combination, as in transformers' `sample`."""
 
     def __init__(self, dit: Any, codes: torch.Tensor, cond: torch.Tensor, features: torch.Tensor,
-                 settings: ODESettings):
+                 settings: ODESettings, steps: TimeModulation | None = None):
         batch, frames = codes.shape[0], codes.shape[1] * dit.repeats
         self.dit, self.guided, self.guidance = dit, settings.is_guided, settings.guidance_scale
         speaker = cond.unsqueeze(1).repeat(1, frames, 1)  # [batch, frames, enc_emb_dim]
@@ -93,7 +151,11 @@ class WindowVelocity:
         self.code_embed, self.speaker, self.rows = code_embed, speaker, rows
         like = torch.empty(rows, frames, 1, dtype=speaker.dtype, device=speaker.device)  # shape, dtype, device
         positions = torch.arange(frames, device=speaker.device)[None, :].repeat(rows, 1)
-        self.position_embeddings = dit.rotary_embed(like, positions)
+        cos, sin = dit.rotary_embed(like, positions)  # [rows, frames, head_dim]
+        sign = torch.ones(sin.shape[-1], dtype=sin.dtype, device=sin.device)
+        sign[:sin.shape[-1] // 2] = -1
+        self.cos, self.signed_sin = cos, sin * sign
+        self.steps = steps
         block_diff = dit._create_block_diff(like)  # [rows, heads, frames, frames], a view of one [frames, frames]
         # per decoder layer, what DiTDecoderLayer.forward computes, as the float mask attention makes of it
         self.masks: list[torch.Tensor] = []
@@ -109,22 +171,45 @@ class WindowVelocity:
             self.masks.append(made[window])
 
     def __call__(self, time: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        dit = self.dit
-        time_embedding = dit.time_embed(time.repeat(self.rows))
+        dit, rows = self.dit, self.rows
+        layers, (scale_out, shift_out) = self.steps.at(time, rows) if self.steps else time_modulation(dit, time, rows)
         hidden = torch.cat([state, state], dim=0) if self.guided else state
-        hidden = dit.input_embed.proj(torch.cat((hidden, self.condition, self.code_embed, self.speaker), dim=-1))
-        for block, mask in zip(dit.transformer_blocks, self.masks, strict=True):
-            # DiTDecoderLayer.forward, operation for operation, with the layer's mask made once per window
-            norm, gate_msa, shift_mlp, scale_mlp, gate_mlp = block.attn_norm(hidden, emb=time_embedding)
-            attended = block.attn(hidden_states=norm, position_embeddings=self.position_embeddings, attention_mask=mask)
-            hidden = hidden + gate_msa.unsqueeze(1) * attended
-            norm = block.ff_norm(hidden) * (1 + scale_mlp[:, None]) + shift_mlp[:, None]
-            hidden = hidden + gate_mlp.unsqueeze(1) * block.ff(norm)
-        out = dit.proj_out(dit.norm_out(hidden, time_embedding))
+        proj = dit.input_embed.proj
+        hidden = F.linear(torch.cat((hidden, self.condition, self.code_embed, self.speaker), dim=-1), proj.weight, proj.bias)
+        width = hidden.shape[2]
+        for block, mask, (scale_msa, shift_msa, gate_msa, scale_mlp, shift_mlp, gate_mlp) in zip(
+                dit.transformer_blocks, self.masks, layers, strict=True):
+            # DiTDecoderLayer.forward with AdaLayerNormZero's time part looked up (TimeModulation)
+            norm = F.layer_norm(hidden, (width,), None, None, block.attn_norm.norm.eps) * scale_msa + shift_msa
+            hidden = hidden + gate_msa * self._attention(block.attn, norm, mask)
+            norm = F.layer_norm(hidden, (width,), None, None, block.ff_norm.eps) * scale_mlp + shift_mlp
+            up, down = block.ff.ff[0], block.ff.ff[3]
+            hidden = hidden + gate_mlp * F.linear(F.gelu(F.linear(norm, up.weight, up.bias), approximate="tanh"),
+                                                  down.weight, down.bias)
+        norm = F.layer_norm(hidden, (width,), None, None, dit.norm_out.norm.eps) * scale_out + shift_out
+        out = F.linear(norm, dit.proj_out.weight, dit.proj_out.bias)
         if not self.guided:
             return out
         guided, null = torch.chunk(out, 2, dim=0)
         return guided + (guided - null) * self.guidance
+
+    def _attention(self, attn: Any, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """DiTAttention.forward: the first head's query and key deinterleaved and rotated (transformers'
+        `deinterleave_head_dim` and `apply_rotary_pos_emb`) as one gather, two products and a sum each."""
+        rows, frames = hidden.shape[0], hidden.shape[1]
+        query, key, value = (F.linear(hidden, proj.weight, proj.bias).view(rows, frames, attn.heads, -1).transpose(1, 2)
+                             for proj in (attn.to_q, attn.to_k, attn.to_v))
+        half = self.cos.shape[-1] // 2
+        for states in (query, key):
+            first = states[:, 0]  # [rows, frames, head_dim], rotary pairs interleaved
+            deinterleaved = first.unflatten(-1, (half, 2)).transpose(-1, -2).reshape(first.shape)
+            # rotate_half's (-x2, x1) times sin is (x2, x1) times the sin whose first half is negated: exact
+            rotated = torch.cat((deinterleaved[..., half:], deinterleaved[..., :half]), dim=-1)
+            states[:, 0] = deinterleaved * self.cos + rotated * self.signed_sin
+        attend = ALL_ATTENTION_FUNCTIONS[attn.config._attn_implementation]  # as DiTAttention looks it up
+        attended, _ = attend(attn, query, key, value, attention_mask=mask, is_causal=False)
+        out = attn.to_out[0]
+        return F.linear(attended.reshape(rows, frames, -1), out.weight, out.bias)
 
 
 @torch.no_grad()
@@ -135,9 +220,11 @@ def sample_window(
     cond: torch.Tensor,
     features: torch.Tensor,
     settings: ODESettings,
+    steps: TimeModulation | None = None,
 ) -> torch.Tensor:
     """Mel [B, mel_dim, frames] of `codes` [B, n] from `noise` [B, frames, mel_dim] (frames = n * repeats);
-    `cond` [B, enc_emb_dim] is the speaker embedding, `features` the voice's `speaker_features`."""
+    `cond` [B, enc_emb_dim] is the speaker embedding, `features` the voice's `speaker_features`, `steps`
+    the DiT's `TimeModulation` kept between windows (None: one for this window)."""
     frames = noise.shape[1]
     if frames != codes.shape[1] * dit.repeats:
         raise ValueError(f"a DiT window of {codes.shape[1]} codes needs {codes.shape[1] * dit.repeats} noise frames")
@@ -145,6 +232,6 @@ def sample_window(
         raise ValueError(
             f"a DiT window of {frames} mel frames exceeds the DiT's {dit.config.max_position_embeddings} positions"
         )
-    velocity = WindowVelocity(dit, codes, cond, features, settings)
+    velocity = WindowVelocity(dit, codes, cond, features, settings, steps)
     final = integrate_rk4(velocity, noise, time_points(settings, codes.device, velocity.speaker.dtype))
     return final.permute(0, 2, 1)

@@ -29,7 +29,7 @@ import torch
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN
-from omni_cli.backends.hf.dit import ODESettings, sample_window, speaker_features
+from omni_cli.backends.hf.dit import ODESettings, TimeModulation, sample_window, speaker_features
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.onednn import ConvCosts
 from omni_cli.backends.hf.params import VocoderParams
@@ -40,15 +40,18 @@ NOISE_GROWTH_FRAMES = 256  # noise is drawn in blocks; any multiple of 16 floats
 
 @dataclass
 class _Window:
-    """One chunk's DiT input: noise and codes over the window, and which frames of its output to keep."""
+    """One chunk's DiT input: noise and codes over the window, and which frames of its output to keep; or,
+    for a chunk whose mel an earlier window made (`made`), no DiT input."""
 
-    noise: torch.Tensor  # [1, frames, mel_dim]
-    codes: torch.Tensor  # [1, frames / repeats]
+    noise: torch.Tensor | None  # [1, frames, mel_dim]
+    codes: torch.Tensor | None  # [1, frames / repeats]
     voice: Voice
     keep_from: int
     keep_to: int
     right_to: int  # BigVGAN reads the window's mel [keep_from, right_to): past keep_to, look-ahead context
-    noise_span: tuple[int, int]  # frames [start, stop) of the request's noise stream (rollout records)
+    noise_span: tuple[int, int] | None  # frames [start, stop) of the request's noise stream (rollout records)
+    later_to: int = 0  # past right_to: the window's mel kept for the chunks up to its window_end (and their seam)
+    made: torch.Tensor | None = None  # [1, mel_dim, frames from keep_from]: the earlier window's mel
 
 
 class ChunkBytes(int):
@@ -76,6 +79,11 @@ class VocoderState:
     generator: torch.Generator  # CPU, seeded: the noise of frame f never depends on how it was sliced
     noise: torch.Tensor  # [1, frames drawn so far, mel_dim], float32 on CPU
     mel_tail: torch.Tensor | None = None  # last kept mel frames [1, mel_dim, <= overlap]
+    # a window that reached past its chunk (window_end): its mel from frame `later_from` on, for the chunks
+    # up to frame `later_to` and their seam's look-ahead
+    later_mel: torch.Tensor | None = None
+    later_from: int = 0
+    later_to: int = 0
     next_code: int = 0  # the start the next chunk must have
     emitted_frames: int = 0  # samples were emitted for mel frames [0, emitted_frames)
     is_finished: bool = False
@@ -113,6 +121,8 @@ class HFVocoder:
         # codes of context a window reads besides its chunk's own: the cost of a chunk, whatever its size
         self.context_codes = (self.past_frames + self.future_frames) // self.repeats
         self._features: dict[str, torch.Tensor] = {}  # voice name -> its speaker-encoder output
+        # the time embedding's products at each ODE time, for a request alone (voices' cond: float32)
+        self.steps = TimeModulation(self.dit, self.ode, self.device, torch.float32)
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
 
@@ -171,7 +181,7 @@ class HFVocoder:
         return self.convs.reorder_bytes(batch, frames, count) + self.convs.cache_bytes(batch, frames, count)
 
     def kept_bytes(self) -> int:
-        return self.convs.kept_bytes()
+        return self.convs.kept_bytes() + self.steps.bytes
 
     def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
         """The DiT's windows integrate together, then BigVGAN runs once per group of equal length (as
@@ -216,12 +226,21 @@ class HFVocoder:
                 kept: list[torch.Tensor | None]) -> list[np.ndarray]:
         """BigVGAN over each kept mel (after the previous chunk's tail, before any look-ahead context), batched
         where lengths agree; the samples each chunk makes final."""
-        plans = []
+        plans, later = [], []
         for inp, window, mel in zip(inputs, windows, kept, strict=True):
             state: VocoderState = inp.state
             is_last = inp.is_final and inp.end == len(inp.codes)
             stop = inp.end * self.repeats
             right = 0 if window is None else window.right_to - window.keep_to
+            # the window's mel past this chunk, for the chunks up to its window_end; a chunk that used part of
+            # such mel leaves the rest
+            if window is not None and window.later_to > window.right_to:
+                later.append((mel[:, :, window.keep_to - window.keep_from:], stop, inp.window_end * self.repeats))
+                mel = mel[:, :, :window.right_to - window.keep_from]
+            elif window is not None and window.made is not None and stop < state.later_to:
+                later.append((window.made[:, :, stop - state.later_from:], stop, state.later_to))
+            else:
+                later.append((None, 0, 0))
             pieces = [m for m in (state.mel_tail, mel) if m is not None and m.shape[2]]
             # one piece: the DiT's own view, so a whole utterance reaches BigVGAN as in transformers
             mel_in = None if not pieces else pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
@@ -244,9 +263,11 @@ class HFVocoder:
                     waves[i] = out[row]
         samples = []
         # the states move on only now: a batch that raised leaves every request as it was
-        for inp, (mel_in, emit_from, emit_to, read_to, is_last), wave in zip(inputs, plans, waves, strict=True):
+        for inp, (mel_in, emit_from, emit_to, read_to, is_last), wave, (later_mel, later_from, later_to) in zip(
+                inputs, plans, waves, later, strict=True):
             state = inp.state
             state.emitted_frames = emit_to
+            state.later_mel, state.later_from, state.later_to = later_mel, later_from, later_to
             if mel_in is not None and self.tail_frames:  # the kept frames before the look-ahead context
                 kept_in = mel_in[:, :, :mel_in.shape[2] - (read_to - inp.end * self.repeats)]
                 state.mel_tail = kept_in[:, :, -self.tail_frames:]
@@ -271,9 +292,15 @@ class HFVocoder:
         first, stop = start * self.repeats, end * self.repeats
         if stop <= first:
             return None
+        if state.later_mel is not None and first == state.later_from and stop <= state.later_to:
+            # the window before made this chunk's mel and its seam's look-ahead: no DiT
+            made = state.later_mel
+            right_to = min(stop + self.seam_frames, first + made.shape[2]) - first
+            return _Window(None, None, state.voice, 0, stop - first, right_to, None, made=made)
         available = num_codes * self.repeats
+        reach = max(end, inp.window_end or end) * self.repeats  # the window's kept frames end here
         win_first = max(0, (first - self.past_frames) // self.block_frames * self.block_frames)
-        win_stop = stop + self.future_frames
+        win_stop = reach + self.future_frames
         if inp.is_final:
             win_stop = min(win_stop, available)
         elif win_stop > available:
@@ -282,28 +309,33 @@ class HFVocoder:
         codes = torch.tensor([list(inp.codes[win_first // self.repeats: win_stop // self.repeats])],
                              dtype=torch.long, device=self.device)
         right_to = min(stop + self.seam_frames, win_stop) - win_first
-        return _Window(noise, codes, state.voice, first - win_first, stop - win_first, right_to, (win_first, win_stop))
+        later_to = min(reach + self.seam_frames, win_stop) - win_first if reach > stop else 0
+        return _Window(noise, codes, state.voice, first - win_first, stop - win_first, right_to, (win_first, win_stop),
+                       later_to)
 
     @torch.no_grad()
     def _sample(self, windows: list[_Window | None]) -> list[torch.Tensor | None]:
-        """Each window's mel for BigVGAN [1, mel_dim, frames]: its kept frames, then any look-ahead context;
-        windows of one length and voice run as one batch."""
+        """Each window's mel [1, mel_dim, frames]: its kept frames, then any look-ahead context, then (a window
+        reaching past its chunk) the mel kept for the chunks after it; windows of one length and voice run as
+        one batch, and a chunk whose mel an earlier window made runs none."""
         groups: dict[tuple, list[int]] = {}
-        for i, w in enumerate(windows):
-            if w is not None:
-                groups.setdefault((w.noise.shape[1], w.voice.name), []).append(i)
         out: list[torch.Tensor | None] = [None] * len(windows)
+        for i, w in enumerate(windows):
+            if w is not None and w.made is not None:
+                out[i] = w.made[:, :, w.keep_from:w.right_to]
+            elif w is not None:
+                groups.setdefault((w.noise.shape[1], w.voice.name), []).append(i)
         for members in groups.values():
             ws = [windows[i] for i in members]
             voice = ws[0].voice
             features = self._voice_features(voice)
             if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers
-                mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode)
+                mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode, self.steps)
             else:
                 mel = sample_window(self.dit, torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws]),
-                                    voice.cond.expand(len(ws), -1), features, self.ode)
+                                    voice.cond.expand(len(ws), -1), features, self.ode, self.steps)
             for row, (i, w) in enumerate(zip(members, ws, strict=True)):
-                out[i] = mel[row:row + 1, :, w.keep_from:w.right_to]
+                out[i] = mel[row:row + 1, :, w.keep_from:max(w.right_to, w.later_to)]
         return out
 
     def _noise(self, state: VocoderState, frames: int) -> torch.Tensor:

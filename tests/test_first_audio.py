@@ -1,0 +1,107 @@
+"""audio_decode's `first_audio_codes` (issue 19, TTFA): the first chunk's vocoder window, vocoded in two pieces
+whose first goes out after `first_audio_codes` codes; the chunks after them as if the first had been one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from omni_cli.api import load
+from omni_cli.backends.toy.vocoder import NumpyVocoder
+from omni_cli.engine import Engine
+from omni_cli.program import compile_program
+from omni_cli.spec import SpecError, load_card, parse_yaml
+from omni_cli.spec.request import SpeakRequest
+
+TOY = (Path(__file__).resolve().parents[1] / "cards" / "qwen2_5_omni_toy.yaml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("written, why", [
+    ("    chunk_codes: 10\n    first_chunk_codes: 8\n    first_audio_codes: 8\n", "below the first chunk's 8 codes"),
+    ("    chunk_codes: 10\n    first_audio_codes: 12\n", "below the first chunk's 10 codes"),
+    ("    chunk_codes: 0\n    first_audio_codes: 4\n", "needs chunk_codes above 0"),
+])
+def test_the_first_piece_must_be_shorter_than_the_first_chunk(written, why):
+    text = TOY.replace("    chunk_codes: 10\n", written)
+    with pytest.raises(SpecError) as caught:
+        load_card(parse_yaml(text, "toy.yaml"))
+    [issue] = caught.value.issues
+    assert issue.key == "loops.vocoder.first_audio_codes" and why in issue.message
+    assert text.splitlines()[issue.line - 1].strip().startswith("first_audio_codes:")
+
+
+def _program(first_audio_codes: int):
+    program = load("qwen2_5_omni_toy")
+    card = program.card
+    loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, first_audio_codes=first_audio_codes)
+             if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
+    changed = replace(card, loops=loops)
+    changed.source, changed.located = card.source, card.located
+    return compile_program(changed, program.program)
+
+
+def _speak(first_audio_codes: int, monkeypatch) -> tuple[np.ndarray, list[tuple]]:
+    calls = []
+    run = NumpyVocoder.run
+
+    def recorded(self, kind, inputs):
+        calls.extend((i.start, i.end, i.window_end, len(i.codes), i.is_final) for i in inputs)
+        return run(self, kind, inputs)
+
+    monkeypatch.setattr(NumpyVocoder, "run", recorded)
+    engine = Engine(_program(first_audio_codes))
+    text = "a sentence long enough for a few chunks of codes, and then some more words after it"
+    result = engine.submit(SpeakRequest(text, seed=5), collect=True).result()
+    return result.samples, calls
+
+
+def test_the_first_piece_waits_for_its_whole_window_and_the_rest_follows_from_it(monkeypatch):
+    split, calls = _speak(3, monkeypatch)
+    ahead = _program(3).loops["vocoder"].component.lookahead_codes
+    (s0, e0, w0, have0, _), (s1, e1, w1, _, _), *rest = calls
+    assert (s0, e0, w0) == (0, 3, 8)  # 3 codes of audio from the window of the first chunk's 8
+    assert have0 >= 8 + ahead  # it ran once the window and its look-ahead had arrived
+    assert (s1, e1, w1) == (3, 8, None)  # the rest of that window
+    # then the sizes of an unsplit card: 8 doubling to 32, after the first
+    assert [(s, e) for s, e, *_ in rest[:2]] == [(8, 24), (24, 56)]
+    monkeypatch.undo()
+    whole, plain = _speak(0, monkeypatch)
+    assert [(s, e) for s, e, *_ in plain[:3]] == [(0, 8), (8, 24), (24, 56)]
+    assert all(w is None for _, _, w, *_ in plain)
+    # the toy vocoder runs any chunking to the same samples: splitting moved no audio
+    assert split.shape == whole.shape and split.size > 0
+    np.testing.assert_allclose(split, whole, rtol=0, atol=1e-6)
+
+
+def test_a_card_shows_its_first_piece():
+    from typer.testing import CliRunner
+
+    from omni_cli.cli.app import app
+
+    shown = CliRunner().invoke(app, ["cards", "show", "qwen2_5_omni"])
+    assert shown.exit_code == 0, shown.output
+    assert "chunk_codes 24 doubling to 96, first audio after 8" in shown.output
+
+
+def test_requests_beside_each_other_keep_their_first_chunk_whole(monkeypatch):
+    calls = []
+    run = NumpyVocoder.run
+
+    def recorded(self, kind, inputs):
+        calls.extend((i.start, i.end, i.window_end) for i in inputs)
+        return run(self, kind, inputs)
+
+    monkeypatch.setattr(NumpyVocoder, "run", recorded)
+    engine = Engine(_program(3))
+    text = "two requests at once, each long enough for a few chunks of codes"
+    handles = [engine.submit(SpeakRequest(text, seed=s), collect=True) for s in (1, 2)]
+    results = [h.result() for h in handles]
+    assert all(r.samples.size for r in results)
+    # the second piece's extra vocoder call pays off for a request alone, not when the calls are shared
+    assert all(w is None for _, _, w in calls) and calls.count((0, 8, None)) == 2
+    before = len(calls)
+    alone = engine.submit(SpeakRequest(text, seed=3), collect=True).result()  # the others have finished
+    assert alone.samples.size and calls[before:before + 2] == [(0, 3, 8), (3, 8, None)]

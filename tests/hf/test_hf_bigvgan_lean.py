@@ -114,5 +114,6 @@ def test_the_vocoder_ab_example_finds_both_changes_exact(tiny_checkpoint):
                           cwd=root, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line.split("  ")[1].split()[0] for line in lines] == ["BigVGAN", "BigVGAN", "DiT"], lines
+    assert [line.split("  ")[1].split()[0] for line in lines] == ["BigVGAN", "BigVGAN", "DiT", "DiT"], lines
+    assert "modules" in lines[3] and "lean evaluation" in lines[3], lines[3]
     assert all(line.endswith("bit-equal True") for line in lines), lines

@@ -107,3 +107,26 @@ def test_the_time_modulation_made_at_load_gives_the_same_mel(vocoder):
     assert steps.bytes == kept and len(steps._made) == 10  # 6 rows: computed for the window, not kept
     assert torch.equal(batch, sample_window(dit, noise.repeat(3, 1, 1), codes.repeat(3, 1), cond.repeat(3, 1),
                                             features, settings))
+
+
+def test_the_first_audio_example_splits_the_waits_of_each_variant(tiny_checkpoint):
+    """examples/hf_first_audio.py, the README's breakdown of a lone request's first audio, on short utterances:
+    each variant's line names the three stages before first audio, one vocoder call among them."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "examples" / "hf_first_audio.py"), str(tiny_checkpoint),
+                           "--requests", "1", "--rounds", "1", "--codes", "40"], capture_output=True, text=True,
+                          cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("round")]
+    assert [line.split()[2] for line in lines] == ["card", "one-piece", "hf-talker"], done.stdout
+    for line in lines:
+        found = re.search(r"thinker (\d+) units .* talker (\d+) units .* vocoder (\d+) units", line)
+        assert found, line
+        thinker, talker, vocoder_calls = map(int, found.groups())
+        assert thinker >= 1 and talker >= 1 and vocoder_calls == 1, line
+    assert "first_audio_codes 8" in done.stdout.splitlines()[0], done.stdout

@@ -1,15 +1,16 @@
 """Where a lone request's first audio goes on the hf path, and what two exact speed-ups save, side by side.
 
     python -m omni_cli.backends.hf.tiny ./tiny-omni
-    python examples/hf_first_audio.py ./tiny-omni [--requests 8] [--rounds 2] [--codes 200]
+    python examples/hf_first_audio.py ./tiny-omni [--requests 8] [--rounds 2] [--codes 200] [--first-audio 8]
 
 Each round runs, for each variant in turn, `--requests` greedy chat utterances of `--codes` codes one after
 another (concurrency 1, as `omni bench --reference`'s ours-1 does):
 
-- card: the shipped card;
-- one-piece: the first chunk vocoded in one BigVGAN call (`first_audio_codes: 0`), not 8 codes' audio
-  first and the chunk's other 16 after;
-- hf-talker: the talker's decode steps through transformers' forward (the talker's `TalkerStep` off).
+- card: the shipped card (the first chunk's audio in one BigVGAN call, `first_audio_codes: 0`);
+- two-piece: the first chunk's audio in two BigVGAN calls, its first `--first-audio` codes first and the
+  rest right after (`first_audio_codes: N`), from the same DiT window;
+- hf-talker: the shipped card with the talker's decode steps through transformers' forward (the talker's
+  `TalkerStep` off).
 
 Per variant and round it prints TTFA, latency and the stall max of a player that starts at first audio,
 and what the first audio waited on, read from the trace events (medians over the requests): the thinker's
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--codes", type=int, default=200)
+    parser.add_argument("--first-audio", type=int, default=8, help="two-piece: codes in the first piece")
     args = parser.parse_args()
 
     from omni_cli.api import load
@@ -51,18 +53,19 @@ def main() -> None:
     base = load("qwen2_5_omni", settings={"model_path": args.checkpoint})
     card = base.card
     first_audio = card.loop_for_role("vocoder").first_audio_codes
-    loops = {name: replace(loop, first_audio_codes=0) if loop.kind == "audio_decode" else loop
+    loops = {name: replace(loop, first_audio_codes=args.first_audio) if loop.kind == "audio_decode" else loop
              for name, loop in card.loops.items()}
-    one_piece_card = replace(card, loops=loops)
-    one_piece_card.source, one_piece_card.located = card.source, card.located
+    two_piece_card = replace(card, loops=loops)
+    two_piece_card.source, two_piece_card.located = card.source, card.located
     caps = {"thinker": 12, "talker": args.codes + 1}
     shipped = greedy_variant(base, caps, talker_min=args.codes)
-    one_piece = greedy_variant(compile_program(one_piece_card, base.program, base.settings), caps, talker_min=args.codes)
+    two_piece = greedy_variant(compile_program(two_piece_card, base.program, base.settings), caps, talker_min=args.codes)
     role_of = {name: card.components[loop.component].role for name, loop in card.loops.items()}
-    variants = {"card": shipped, "one-piece": one_piece, "hf-talker": shipped}
+    variants = {"card": shipped, "two-piece": two_piece, "hf-talker": shipped}
     if shipped.roles["talker"].step is None:
         print("note: TalkerStep does not apply to this talker; hf-talker is the card")
-    print(f"card: first_audio_codes {first_audio}; {args.requests} utterances of {args.codes} codes, one at a time")
+    print(f"card: first_audio_codes {first_audio}; two-piece: {args.first_audio}; {args.requests} utterances of "
+          f"{args.codes} codes, one at a time")
     work = Workload(num_requests=args.requests, text_chars=60, mode="chat")
     run_workload(shipped, replace(work, num_requests=2))  # warm-up
     for round_ in range(1, args.rounds + 1):

@@ -76,14 +76,20 @@ def test_the_first_piece_waits_for_its_whole_window_and_the_rest_follows_from_it
     np.testing.assert_allclose(split, whole, rtol=0, atol=1e-6)
 
 
-def test_a_card_shows_its_first_piece():
+def test_a_card_shows_its_first_piece(tmp_path):
     from typer.testing import CliRunner
 
     from omni_cli.cli.app import app
 
-    shown = CliRunner().invoke(app, ["cards", "show", "qwen2_5_omni"])
-    assert shown.exit_code == 0, shown.output
-    assert "chunk_codes 24 doubling to 96, first audio after 8" in shown.output
+    shipped = (Path(__file__).resolve().parents[1] / "cards" / "qwen2_5_omni.yaml").read_text(encoding="utf-8")
+    assert "    first_audio_codes: 0\n" in shipped  # one piece by default (README, Performance: issue 19)
+    split = tmp_path / "qwen2_5_omni.yaml"
+    split.write_text(shipped.replace("    first_audio_codes: 0\n", "    first_audio_codes: 8\n"), encoding="utf-8")
+    for card, says in ((split, "chunk_codes 24 doubling to 96, first audio after 8"),
+                       ("qwen2_5_omni", "chunk_codes 24 doubling to 96\n")):
+        shown = CliRunner().invoke(app, ["cards", "show", str(card)], env={"COLUMNS": "200"})
+        assert shown.exit_code == 0, shown.output
+        assert says in shown.output, shown.output
 
 
 def test_requests_beside_each_other_keep_their_first_chunk_whole(monkeypatch):

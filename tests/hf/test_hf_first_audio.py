@@ -123,10 +123,10 @@ def test_the_first_audio_example_splits_the_waits_of_each_variant(tiny_checkpoin
                           cwd=root, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("round")]
-    assert [line.split()[2] for line in lines] == ["card", "one-piece", "hf-talker"], done.stdout
+    assert [line.split()[2] for line in lines] == ["card", "two-piece", "hf-talker"], done.stdout
     for line in lines:
         found = re.search(r"thinker (\d+) units .* talker (\d+) units .* vocoder (\d+) units", line)
         assert found, line
         thinker, talker, vocoder_calls = map(int, found.groups())
         assert thinker >= 1 and talker >= 1 and vocoder_calls == 1, line
-    assert "first_audio_codes 8" in done.stdout.splitlines()[0], done.stdout
+    assert "first_audio_codes 0; two-piece: 8" in done.stdout.splitlines()[0], done.stdout

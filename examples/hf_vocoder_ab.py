@@ -132,18 +132,15 @@ def main() -> None:
                 after = best_ms(partial(chains, mel), args.repeats)
                 print(f"round {round_}  BigVGAN {batch} x {frames:3d} frames  convolutions {before:7.1f} ms  "
                       f"chains {after:7.1f} ms  bit-equal {same}", flush=True)
-            for frames, rows in windows:
-                old, new = window(frames, rows, "boolean"), window(frames, rows, "float")
-                same = torch.equal(old(), new())
-                before, after = best_ms(old, args.repeats), best_ms(new, args.repeats)
-                print(f"round {round_}  DiT {rows} x {frames:3d} frames  boolean masks {before:7.1f} ms  "
-                      f"float masks {after:7.1f} ms  bit-equal {same}", flush=True)
-            for frames, rows in windows:
-                old, new = evaluation(frames, rows, "modules"), evaluation(frames, rows, "lean")
-                same = torch.equal(old(), new())
-                before, after = best_ms(old, args.repeats), best_ms(new, args.repeats)
-                print(f"round {round_}  DiT {rows} x {frames:3d} frames  modules {before:7.1f} ms  "
-                      f"lean evaluation {after:7.1f} ms  bit-equal {same}", flush=True)
+            for make, (old_form, old_name), (new_form, new_name) in (
+                    (window, ("boolean", "boolean masks"), ("float", "float masks")),
+                    (evaluation, ("modules", "modules"), ("lean", "lean evaluation"))):
+                for frames, rows in windows:
+                    old, new = make(frames, rows, old_form), make(frames, rows, new_form)
+                    same = torch.equal(old(), new())
+                    before, after = best_ms(old, args.repeats), best_ms(new, args.repeats)
+                    print(f"round {round_}  DiT {rows} x {frames:3d} frames  {old_name} {before:7.1f} ms  "
+                          f"{new_name} {after:7.1f} ms  bit-equal {same}", flush=True)
 
 
 if __name__ == "__main__":

@@ -130,3 +130,29 @@ def test_the_first_audio_example_splits_the_waits_of_each_variant(tiny_checkpoin
         thinker, talker, vocoder_calls = map(int, found.groups())
         assert thinker >= 1 and talker >= 1 and vocoder_calls == 1, line
     assert "first_audio_codes 0; two-piece: 8" in done.stdout.splitlines()[0], done.stdout
+
+
+def test_the_chunk_cadence_example_times_each_chunk_against_the_audio_before_it(tiny_checkpoint):
+    """examples/hf_chunk_cadence.py, the README's reading of stalls beside RTF, on short utterances: a row per
+    chunk, each gap over the audio before it, and the margins of the rows agree with the stall max printed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "examples" / "hf_chunk_cadence.py"), str(tiny_checkpoint),
+                           "--concurrency", "2", "--codes", "80", "--rounds", "1"], capture_output=True, text=True,
+                          cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    stall = float(lines[1].split("stall max ")[1].split()[0])
+    rows = [line.split() for line in lines[3:]]
+    assert [int(row[0]) for row in rows] == list(range(len(rows))) and len(rows) >= 3, done.stdout
+    audio = [float(row[1]) for row in rows]
+    assert audio[:2] == [0.48, 0.96] and 1.59 <= sum(audio) <= 1.70, audio  # 24 codes, 48, the rest of 80-odd
+    assert rows[0][2:] == ["0.00", "-", "-", "-"]
+    for row in rows[1:]:
+        gap, margin, ratio = float(row[3]), float(row[4]), float(row[5])
+        assert abs(ratio - gap / float(rows[int(row[0]) - 1][1])) < 0.02, row
+    # the longest wait is at least the worst median margin's (a median of two requests moving in step)
+    assert stall >= max(0.0, -min(float(row[4]) for row in rows[1:])) - 0.01, done.stdout

@@ -47,9 +47,7 @@ def main() -> None:
                  for name, loop in card.loops.items()}
         components = {name: replace(c, params={**c.params, **params}) if c.role == "vocoder" else c
                       for name, c in card.components.items()}
-        changed = replace(card, loops=loops, components=components)
-        changed.source, changed.located = card.source, card.located
-        program = compile_program(changed, base.program, base.settings)
+        program = compile_program(card.replaced(loops=loops, components=components), base.program, base.settings)
         return greedy_variant(program, {"thinker": 12, "talker": args.codes + 1}, talker_min=args.codes)
 
     chunkings = {name: variant(**changes) for name, changes in

@@ -37,3 +37,14 @@ def test_program_names_registered_ops_and_explicit_handoffs():
     handoffs = [n for n in program.nodes if n.op and OPS[n.op].is_handoff]
     assert [n.op for n in handoffs] == ["thinker_to_talker", "talker_to_vocoder"]
     assert all(n.mode == "stream" for n in handoffs)
+
+
+def test_a_card_variant_keeps_what_the_card_knows_of_its_file():
+    from omni_cli.api import load
+
+    card = load("qwen2_5_omni_toy").card
+    variant = card.replaced(sample_rate=16000)
+    assert (variant.sample_rate, card.sample_rate) == (16000, 24000)
+    assert variant.source == card.source and variant.source.endswith("qwen2_5_omni_toy.yaml")
+    assert variant.located is card.located and variant.dropped == card.dropped
+    assert variant.line("loops") == card.line("loops") is not None

@@ -38,8 +38,7 @@ def _program(first_audio_codes: int):
     card = program.card
     loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, first_audio_codes=first_audio_codes)
              if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
-    changed = replace(card, loops=loops)
-    changed.source, changed.located = card.source, card.located
+    changed = card.replaced(loops=loops)
     return compile_program(changed, program.program)
 
 

@@ -36,8 +36,7 @@ def test_a_registered_kind_is_what_a_card_may_name(toy):
 
     card = toy.card
     loops = {**card.loops, "thinker_decode": replace(card.loops["thinker_decode"], kind="echo_decode", work_unit=None)}
-    variant = replace(card, loops=loops)
-    variant.source, variant.located = card.source, card.located
+    variant = card.replaced(loops=loops)
     with pytest.raises(SpecError, match="expected one of .*'ar_decode'.*, got 'echo_decode'"):
         compile_program(variant, toy.program)
     register_loop_kind(Echoes)

@@ -34,8 +34,7 @@ def slack_loop():
     card = program.card
     loops = {n: replace(loop, chunk_growth="slack", first_chunk_codes=4, chunk_codes=64) if loop.kind == "audio_decode"
              else loop for n, loop in card.loops.items()}
-    changed = replace(card, loops=loops)
-    changed.source, changed.located = card.source, card.located
+    changed = card.replaced(loops=loops)
     return next(loop for loop in compile_program(changed, program.program).loops.values()
                 if loop.kind == "audio_decode")
 

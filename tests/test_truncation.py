@@ -16,8 +16,7 @@ def variant(toy, *, loops=None, params=None):
     card = toy.card
     new_loops = {**card.loops, **{k: replace(card.loops[k], **v) for k, v in (loops or {}).items()}}
     comps = {name: replace(c, params={**c.params, **(params or {}).get(name, {})}) for name, c in card.components.items()}
-    out = replace(card, loops=new_loops, components=comps)
-    out.source, out.located = card.source, card.located
+    out = card.replaced(loops=new_loops, components=comps)
     return compile_program(out, toy.program)
 
 

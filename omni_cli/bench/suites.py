@@ -88,8 +88,7 @@ def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_
              for name, loop in card.loops.items()}
     components = {name: replace(comp, params={**comp.params, "min_new_tokens": talker_min}) if comp.role == "talker"
                   else comp for name, comp in card.components.items()}
-    variant = replace(card, loops=loops, components=components, params={**card.params, "codec_bos_pad_in_prefill": False})
-    variant.source, variant.located = card.source, card.located
+    variant = card.replaced(loops=loops, components=components, params={**card.params, "codec_bos_pad_in_prefill": False})
     return compile_program(variant, program.program, program.settings, on_load)
 
 

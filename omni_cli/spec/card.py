@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .errors import IssueList, any_dropped
@@ -106,6 +106,13 @@ class CardSpec:
     def was_dropped(self, *keys: str) -> bool:
         """A key later checks must not judge: its value was left out for an issue already reported."""
         return any_dropped(self.dropped, keys)
+
+    def replaced(self, **changes: Any) -> CardSpec:
+        """`dataclasses.replace`, keeping what the card knows of its file (source, located, dropped), which
+        `replace` leaves at their defaults: a variant made for a bench or a test still names this card's lines."""
+        variant = replace(self, **changes)
+        variant.source, variant.located, variant.dropped = self.source, self.located, self.dropped
+        return variant
 
     def loop_for_role(self, role: str) -> LoopSpec:
         """The loop that drives the component playing `role` (thinker, talker, vocoder)."""

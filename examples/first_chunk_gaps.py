@@ -19,20 +19,8 @@ from collections import defaultdict
 from omni_cli.api import load
 from omni_cli.backends.base import AUDIO_CHUNK
 from omni_cli.bench import Workload, run_workload
-from omni_cli.engine import Engine
 
 EVENTS: list = []
-
-
-def record_every_engine() -> None:
-    """run_workload makes its own engine: subscribe to each one as it is made."""
-    made = Engine.__init__
-
-    def init(self, *args, **kwargs):
-        made(self, *args, **kwargs)
-        self.subscribe(EVENTS.append)
-
-    Engine.__init__ = init
 
 
 def windows() -> dict[tuple[int, str], float]:
@@ -58,12 +46,11 @@ def windows() -> dict[tuple[int, str], float]:
 
 def main(runs: int = 3) -> int:
     program = load("qwen2_5_omni_toy")
-    record_every_engine()
-    run_workload(program, Workload(num_requests=2, text_chars=60, concurrency=1))  # warm-up
+    run_workload(program, Workload(num_requests=2, text_chars=60, concurrency=1), on_event=EVENTS.append)  # warm-up
     by_position: dict[tuple[int, str], list[float]] = defaultdict(list)
     for _ in range(runs):
         EVENTS.clear()
-        run_workload(program, Workload(num_requests=8, text_chars=60, concurrency=1))
+        run_workload(program, Workload(num_requests=8, text_chars=60, concurrency=1), on_event=EVENTS.append)
         for (_, position, what), gap in windows().items():
             by_position[(position, what)].append(gap)
     total = 0.0

@@ -40,23 +40,14 @@ def main() -> None:
     from omni_cli.api import load
     from omni_cli.backends.base import AUDIO_CHUNK
     from omni_cli.bench import Workload, greedy_variant, run_workload
-    from omni_cli.engine import Engine
     from omni_cli.program import compile_program
 
-    made = Engine.__init__
-
-    def init(self, *a, **k):  # run_workload makes its own engine: listen to each
-        made(self, *a, **k)
-        self.subscribe(EVENTS.append)
-
-    Engine.__init__ = init
     base = load("qwen2_5_omni", settings={"model_path": args.checkpoint})
     card = base.card
     first_audio = card.loop_for_role("vocoder").first_audio_codes
     loops = {name: replace(loop, first_audio_codes=args.first_audio) if loop.kind == "audio_decode" else loop
              for name, loop in card.loops.items()}
-    two_piece_card = replace(card, loops=loops)
-    two_piece_card.source, two_piece_card.located = card.source, card.located
+    two_piece_card = card.replaced(loops=loops)
     caps = {"thinker": 12, "talker": args.codes + 1}
     shipped = greedy_variant(base, caps, talker_min=args.codes)
     two_piece = greedy_variant(compile_program(two_piece_card, base.program, base.settings), caps, talker_min=args.codes)
@@ -67,7 +58,7 @@ def main() -> None:
     print(f"card: first_audio_codes {first_audio}; two-piece: {args.first_audio}; {args.requests} utterances of "
           f"{args.codes} codes, one at a time")
     work = Workload(num_requests=args.requests, text_chars=60, mode="chat")
-    run_workload(shipped, replace(work, num_requests=2))  # warm-up
+    run_workload(shipped, replace(work, num_requests=2), on_event=EVENTS.append)  # warm-up
     for round_ in range(1, args.rounds + 1):
         for name, program in variants.items():
             talker = program.roles["talker"]
@@ -75,7 +66,7 @@ def main() -> None:
             talker.step = None if name == "hf-talker" else lean_step
             EVENTS.clear()
             try:
-                summary = run_workload(program, work, name).summary()
+                summary = run_workload(program, work, name, on_event=EVENTS.append).summary()
             finally:
                 talker.step = lean_step
             per: dict[str, dict] = defaultdict(lambda: {"units": []})

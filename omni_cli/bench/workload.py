@@ -6,6 +6,7 @@ import hashlib
 import resource
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -155,10 +156,12 @@ class RunTrace(FirstChunkPath):
 
 
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
-                 keep_outputs: bool = False, executors: dict | None = None) -> BenchResult:
+                 keep_outputs: bool = False, executors: dict | None = None,
+                 on_event: Callable[[Any], None] | None = None) -> BenchResult:
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
     keep_outputs: also return each request's tokens and waveform (to compare with a reference).
-    executors: started ones to run on (the engine closes them), instead of the workload's placement's."""
+    executors: started ones to run on (the engine closes them), instead of the workload's placement's.
+    on_event: also given each of the run's trace events (the engine's `subscribe`), for a study of one run."""
     if executors is None and workload.placement == "card":
         given = placement_of(program)
         if any(spec.executor != "inline" for spec in given.values()):
@@ -168,6 +171,8 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
 
         executors = make_executors(program, placed(program, workload.placement))
     engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch, executors=executors)
+    if on_event is not None:
+        engine.subscribe(on_event)
     try:
         return _drive(engine, program, workload, label, keep_outputs)
     finally:

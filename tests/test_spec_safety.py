@@ -82,12 +82,19 @@ UNSAFE_YAML_NAMES = {
 SAFE_LOADERS = {"SafeLoader", "CSafeLoader"}
 
 
+# names other libraries use too (`torch.load`, `json.load`): unsafe only on the yaml module itself
+SHARED_NAMES = {"load", "load_all"}
+
+
 def unsafe_yaml_uses(tree: ast.AST) -> list[str]:
     """Each use of an unsafe pyyaml entry point, or a Loader= that is not the safe loader."""
     found = []
+    yaml_names = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                  for alias in node.names if alias.name == "yaml"} | {"yaml"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in UNSAFE_YAML_NAMES:
-            found.append(f"line {node.lineno}: .{node.attr}")
+            if node.attr not in SHARED_NAMES or (isinstance(node.value, ast.Name) and node.value.id in yaml_names):
+                found.append(f"line {node.lineno}: .{node.attr}")
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "yaml":
             found += [f"line {node.lineno}: from {node.module} import {a.name}" for a in node.names
                       if a.name in UNSAFE_YAML_NAMES or a.name == "*"]
@@ -106,6 +113,9 @@ def test_the_yaml_checker_catches_unsafe_uses():
     assert {f.split(":")[0] for f in found} == {"line 2", "line 3", "line 4"}
     assert "line 3: Loader=Mine" in found
     assert unsafe_yaml_uses(ast.parse("yaml.compose(s, Loader=yaml.SafeLoader)\nyaml.safe_load(s)\n")) == []
+    # another library's load is not yaml's; yaml's under another name is
+    assert unsafe_yaml_uses(ast.parse("torch.load(p, weights_only=True)\njson.load(f)\n")) == []
+    assert unsafe_yaml_uses(ast.parse("import yaml as y\ny.load(s)\n")) == ["line 2: .load"]
 
 
 def test_the_package_loads_yaml_only_through_the_safe_loader():

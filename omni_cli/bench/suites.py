@@ -98,8 +98,8 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
                     on_progress: BenchProgress = _no_progress) -> tuple[list[BenchResult], dict[str, Any]]:
     """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
 
-    Returns the results ("ours-1", f"ours-{concurrency}" unless that is 1, "generate") and how the outputs
-    compare, with each side's load ("load": seconds and weight tensors read, the fastest of `load_rounds`
+    Returns the results ("ours-1", f"ours-{concurrency}" unless that is 1, "generate", and "generate, N threads"
+    where ours-N used more cores than ours-1) and how the outputs compare, with each side's load ("load": seconds and weight tensors read, the fastest of `load_rounds`
     alternated loads; loads.py says what counts).
     Both sides make `talker_codes` codes per utterance (EOS suppressed before, the bound after): a random
     tiny talker would otherwise stop at whatever length its weights happen to give.
@@ -108,6 +108,7 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     import numpy as np
 
     from ..backends.hf.reference import GenerateReference
+    from ..backends.hf.rows import usable_cores
 
     model_path = program.settings.get("model_path") or program.card.params["model_path"]
     ours, loads = timed_loads(program, model_path, lambda on_load: greedy_variant(
@@ -116,7 +117,19 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat", placement=placement)
     results = []
     workloads = (work,) if concurrency == 1 else (work, replace(work, concurrency=concurrency))
-    total = len(workloads) + 1
+    # generate gets the cores ours used (intra-op threads: the widest component's count times its workers, up
+    # to the cores there are). A request alone never splits its rows (rows.py), so at concurrency 1 that is
+    # without the vocoder's row threads; when ours-N used more cores with them, generate runs again with
+    # that many threads, for the throughput ratio ("generate, N threads")
+    placed = threads_as_placed(ours, None if placement == "card" else placement)
+    threads = wide = None
+    if placed:
+        cores = max(usable_cores(), max(t["count"] for t in placed.values()))
+        threads = min(cores, max(t["count"] * t.get("workers", 1) for t in placed.values()))
+        wide = min(cores, max(t["count"] * t.get("rows", 1) * t.get("workers", 1) for t in placed.values()))
+    if len(workloads) == 1 or wide == threads:
+        wide = None
+    total = len(workloads) + (2 if wide else 1)
     for index, workload in enumerate(workloads, 1):
         label = f"ours-{workload.concurrency}"
         on_progress(label, index, total, f"{_described(workload)}, {talker_codes} codes each")
@@ -124,20 +137,23 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     thinker, talker = ours.roles["thinker"], ours.roles["talker"]
     card = ours.card
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
-    # generate gets as many intra-op threads as the widest of our components uses cores (its threads, times
-    # its workers): the same cores, no more
-    placed = threads_as_placed(ours, None if placement == "card" else placement)
-    threads = max((t["count"] * t.get("workers", 1) for t in placed.values()), default=None)
-    # generate runs on our components' own loaded model: the same weights, no second copy kept (its own
-    # load was timed above and released)
-    reference = GenerateReference(model_path, sorted(talker.eos_token_ids), model=thinker.model, num_threads=threads)
     voice = ours.voices()[0]
-    on_progress("generate", total, total, f"Hugging Face generate, {_described(work)}, one after another")
-    runs = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
-                          thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
-            for request in work.requests()]
+    generated: dict[str, list] = {}  # label -> generate's runs
+    for index, count in enumerate((threads, wide) if wide else (threads,), len(workloads) + 1):
+        # generate runs on our components' own loaded model: the same weights, no second copy kept (its own
+        # load was timed above and released)
+        reference = GenerateReference(model_path, sorted(talker.eos_token_ids), model=thinker.model, num_threads=count)
+        label = "generate" if count == threads else f"generate, {count} threads"
+        on_progress(label, index, total, f"Hugging Face generate, {_described(work)}, one after another"
+                    + (f", {count} intra-op thread{'s' if count > 1 else ''}" if wide else ""))
+        generated[label] = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice,
+                                          seed=request.seed, thinker_max=thinker_max, talker_max=talker_max,
+                                          talker_min=talker_codes) for request in work.requests()]
+    runs = generated["generate"]
     compared: dict[str, Any] = {"requests": len(runs), "generate_threads": threads,
                                 "load": loads}
+    if wide:
+        compared["generate_wide_threads"] = wide
     for result in results:  # every ours run, the concurrent one (batched decode steps) included
         same, snr = 0, []
         for ref, mine in zip(runs, result.outputs, strict=True):
@@ -148,8 +164,10 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
             snr.append(float("inf") if noise == 0 else 10 * np.log10(float(np.sum(ref.samples[:n] ** 2)) / noise))
         compared[result.label] = {"same_tokens": same, "min_snr_db": min(snr) if snr else None}
         result.outputs = []  # compared; do not keep the waveforms around
-    wall = sum(r.latency_s for r in runs)
-    results.append(BenchResult("generate", work, wall, ttfa_s=[r.latency_s for r in runs],
-                               latency_s=[r.latency_s for r in runs], audio_s=[r.samples.size / 24000 for r in runs],
-                               max_rss_bytes=max_rss_bytes()))
+    for label, generate_runs in generated.items():
+        results.append(BenchResult(label, work,
+                                   sum(r.latency_s for r in generate_runs), ttfa_s=[r.latency_s for r in generate_runs],
+                                   latency_s=[r.latency_s for r in generate_runs],
+                                   audio_s=[r.samples.size / 24000 for r in generate_runs],
+                                   max_rss_bytes=max_rss_bytes()))
     return results, compared

@@ -77,8 +77,12 @@ def reference_targets(results: list[BenchResult], outputs: dict[str, Any]) -> li
         stall, when = r[many]["stall_max_s"], "0 s once RTF p50 < 1" + ("" if rtf is None else f" (here {rtf:.2f})")
         rows.append(_row(f"stall max, player starting at first audio ({many})", stall, when,
                          None if rtf is None or rtf >= 1 else stall <= 0, "{:.3f} s"))
-        thr = r[many]["audio_s_per_wall_s"] / ref["audio_s_per_wall_s"]
-        rows.append(_row(f"audio s per wall s, {many} / generate one by one", thr, ">= 3x", thr >= 3, "{:.1f}x"))
+        # against generate on the cores ours-N used (suites.reference_suite: a second run where those are more)
+        wide = outputs.get("generate_wide_threads")
+        against = r[f"generate, {wide} threads"] if wide else ref
+        thr = r[many]["audio_s_per_wall_s"] / against["audio_s_per_wall_s"]
+        rows.append(_row(f"audio s per wall s, {many} / generate one by one" + (f" ({wide} threads)" if wide else ""),
+                         thr, ">= 3x", thr >= 3, "{:.1f}x"))
     n = outputs["requests"]
     labels = ("ours-1",) if many is None else ("ours-1", many)
     for label in labels:

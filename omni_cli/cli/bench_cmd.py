@@ -19,8 +19,10 @@ side's load time: a fresh load of the weights in this process, generate's (from_
 tokenizer) first, then ours (the card compiled, weights, tokenizer, voices, an engine made), both
 after the card's own load, so torch is imported and the files are in the OS cache for both (--rounds N:
 N alternated pairs, each side's fastest). On hf cards
-it first says the torch intra-op threads each component ran with and where each count came from
-(`generate` gets the widest component's).
+it first says the torch intra-op threads each component ran with and where each count came from.
+`generate` gets the cores ours used: the widest component's threads, and where the concurrent run
+split the vocoder's batches over more cores, a second `generate` run with that many threads for the
+throughput ratio.
 
 "stall max" is the longest a player that starts at a request's first audio and plays in real time
 would have waited for a chunk, over all requests (0: no gap; chunks are timed when the engine
@@ -91,6 +93,7 @@ def bench(
     ref_results = ref[0] if ref else []
     threads = threads_as_placed(program, placement if ref else None)
     generate_threads = ref[1].get("generate_threads") if ref else None
+    generate_wide = ref[1].get("generate_wide_threads") if ref else None
     where = placement_line(program, placement) if ref else None
     if as_json:
         for r in results + ref_results:
@@ -100,12 +103,13 @@ def bench(
         if ref:
             typer.echo(json.dumps({"load": ref[1]["load"]}))
         if threads:
-            typer.echo(json.dumps({"threads": threads, "generate_threads": generate_threads}))
+            typer.echo(json.dumps({"threads": threads, "generate_threads": generate_threads}
+                                  | ({"generate_wide_threads": generate_wide} if generate_wide else {})))
         if where:
             typer.echo(json.dumps({"placement": where}))
         return
     if threads:
-        typer.echo(threads_line(threads, generate_threads))
+        typer.echo(threads_line(threads, generate_threads, generate_wide))
     if ref:
         from ..bench.loads import load_line
 
@@ -127,11 +131,13 @@ def placement_line(program, override: str | None) -> str:
                                      for name, spec in specs.items()) + f" ({source})"
 
 
-def threads_line(threads: dict[str, dict], generate_threads: int | None) -> str:
-    """The intra-op threads each component ran with, and where each count came from (backends/hf/threads.py)."""
-    parts = ", ".join(f"{name} {t['count']} ({t['source']})" + (f" in each of {t['workers']} workers" if "workers" in t else "")
-                      for name, t in threads.items())
-    return f"intra-op threads: {parts}" + ("" if generate_threads is None else f"; generate {generate_threads}")
+def threads_line(threads: dict[str, dict], generate_threads: int | None, generate_wide: int | None = None) -> str:
+    """The intra-op threads each component ran with, and where each count came from (backends/hf/threads.py);
+    generate's, and its second count, beside ours-N, where ours-N used more cores (its rows split)."""
+    parts = ", ".join(f"{name} {t['count']} ({t['source']})" + (f", rows split over {t['rows']}" if "rows" in t else "")
+                      + (f" in each of {t['workers']} workers" if "workers" in t else "") for name, t in threads.items())
+    return (f"intra-op threads: {parts}" + ("" if generate_threads is None else f"; generate {generate_threads}")
+            + (f", and {generate_wide} beside the concurrent run" if generate_wide else ""))
 
 
 def _progress(label: str, index: int, total: int, what: str) -> None:
@@ -148,7 +154,6 @@ def _render(results, rows) -> None:
     from .fit import column_groups, terminal_width
 
     width = terminal_width()
-    console = Console(width=width or 140)  # a pipe or file gets the full table
     columns = ("configuration", "TTFA p50", "TTFA p95", "latency p50", "RTF p50", "stall max", "audio s / wall s",
                "WU / s", "overhead µs/WU", "reserved MiB")
     cells = []
@@ -161,6 +166,8 @@ def _render(results, rows) -> None:
     # whose names and figures rich would cut to "stre…"
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     groups = column_groups(widths, width)
+    # a pipe or file gets the full table, as wide as its cells and rules need
+    console = Console(width=width or max(140, sum(widths) + 3 * len(widths) + 1))
     for part, group in enumerate(groups, 1):
         title = "workloads" if len(groups) == 1 else f"workloads ({part} of {len(groups)})"
         table = Table(title=title, show_lines=False)

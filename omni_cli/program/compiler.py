@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,9 +60,15 @@ class CompiledProgram:
 
     def threads(self) -> dict[str, dict[str, Any]]:
         """Each component's intra-op thread count and where it came from, for components that choose one
-        (hf: backends/hf/threads.py); the trace's run record and `omni bench` show it."""
-        return {name: {"count": t.count, "source": t.source} for name, component in self.components.items()
-                if (t := getattr(component, "threads", None)) is not None}
+        (hf: backends/hf/threads.py), and "rows": the threads a batched call's rows split over, where more
+        than one (backends/hf/rows.py); the trace's run record and `omni bench` show it."""
+        out = {}
+        for name, component in self.components.items():
+            if (t := getattr(component, "threads", None)) is not None:
+                out[name] = {"count": t.count, "source": t.source}
+                if getattr(component, "row_threads", 1) > 1:
+                    out[name]["rows"] = component.row_threads
+        return out
 
     def voices(self) -> list[str]:
         talker = self.roles.get("talker")  # the talker conditions on the voice: it knows them
@@ -160,15 +167,21 @@ def check_one_source(card: CardSpec, components: dict[str, Any]) -> None:
 
 
 def build_components(card: CardSpec, params: dict[str, Any], settings: dict[str, Any],
-                     on_load: LoadReporter | None = None) -> dict[str, Any]:
-    """Build the backend's components with the card's settings and the caller's overrides on top."""
+                     on_load: LoadReporter | None = None, only: str | None = None) -> dict[str, Any]:
+    """Build the backend's components with the card's settings and the caller's overrides on top.
+
+    `only`: a worker's one component; a backend whose `build` takes `only` may then build less (the hf
+    vocoder loads token2wav's weights alone), one that does not builds them all."""
     backend = next(iter(card.components.values())).backend
     overrides = {k: v for k, v in settings.items() if v is not None}
     merged = {**card.params, **overrides}
     source = card.source if not overrides else f"{card.source} with {', '.join(sorted(overrides))} from the command line"
     config = load_dataclass(settings_schema(backend), Located(merged, source))
     try:
-        return backend_module(backend).build(card, params, config, on_load=on_load or no_report)
+        module = backend_module(backend)
+        if only is not None and "only" in inspect.signature(module.build).parameters:
+            return module.build(card, params, config, on_load=on_load or no_report, only=only)
+        return module.build(card, params, config, on_load=on_load or no_report)
     except SpecError:
         raise
     except ValueError as exc:

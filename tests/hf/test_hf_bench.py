@@ -11,6 +11,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from omni_cli.api import load  # noqa: E402
+from omni_cli.backends.hf.rows import usable_cores  # noqa: E402
 from omni_cli.bench import reference_suite, targets  # noqa: E402
 
 
@@ -20,8 +21,13 @@ def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_rati
     results, compared = reference_suite(program, num_requests=2, short_chars=10, concurrency=2, thinker_max=4,
                                         talker_codes=40)
     s = {r.label: r.summary() for r in results}
-    assert list(s) == ["ours-1", "ours-2", "generate"]
-    assert compared["generate_threads"] == max(t["count"] for t in program.threads().values())  # inline: the widest
+    assert list(s) == ["ours-1", "ours-2", "generate"] + ([f"generate, {usable_cores()} threads"]
+                                                          if usable_cores() > 1 else [])
+    # inline, one intra-op thread each: generate gets one beside ours-1; the vocoder's batches at concurrency 2
+    # split their rows over the cores (rows.py), so where there are several, generate runs again with as many
+    cores = usable_cores()
+    assert program.threads()["vocoder"].get("rows", 1) == cores and compared["generate_threads"] == 1
+    assert compared.get("generate_wide_threads") == (cores if cores > 1 else None)
     assert compared["ours-1"]["same_tokens"] == compared["ours-2"]["same_tokens"] == 2  # greedy: generate's tokens
     assert all(s[label]["audio_s_total"] > 0 for label in s)
     rows = {row["target"]: row for row in targets([], (results, compared), {})}
@@ -30,8 +36,9 @@ def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_rati
     latency = rows["latency p50, ours / generate (concurrency 1)"]
     assert latency["value"] == pytest.approx(s["ours-1"]["latency_p50_s"] / s["generate"]["latency_p50_s"])
     assert rows["stall max, player starting at first audio (ours-1)"]["value"] == s["ours-1"]["stall_max_s"]
-    throughput = rows["audio s per wall s, ours-2 / generate one by one"]
-    assert throughput["value"] == pytest.approx(s["ours-2"]["audio_s_per_wall_s"] / s["generate"]["audio_s_per_wall_s"])
+    wide = f"generate, {cores} threads" if cores > 1 else "generate"  # generate on the cores ours-2 used
+    throughput = rows["audio s per wall s, ours-2 / generate one by one" + (f" ({cores} threads)" if cores > 1 else "")]
+    assert throughput["value"] == pytest.approx(s["ours-2"]["audio_s_per_wall_s"] / s[wide]["audio_s_per_wall_s"])
     assert rows["requests whose tokens and codes equal generate's (ours-2)"]["met"] is True
     for label, share_goal in (("ours-1", 0.05), ("ours-2", 0.03)):  # issue 11's engine targets, on a real model
         share = rows[f"engine overhead, share of wall time per WorkUnit ({label})"]
@@ -87,8 +94,10 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     table = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root, timeout=600)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0] == ("intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default); "
-                        "generate 1")
+    cores = usable_cores()  # the vocoder's rows split over them (rows.py); generate gets as many threads
+    rows = f", rows split over {cores}" if cores > 1 else ""
+    assert lines[0] == (f"intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default){rows}; "
+                        "generate 1" + (f", and {cores} beside the concurrent run" if rows else ""))
     for target, goal in [("TTFA p50, generate / ours", ">= 10x"), ("latency p50, ours / generate", "<= 1.05x"),
                          ("audio s per wall s, ours-2 / generate", ">= 3x"),
                          ("requests whose tokens and codes equal generate's (ours-2)", "2 of 2")]:
@@ -102,17 +111,20 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     assert lines[2] == "placement: thinker inline, talker inline, vocoder inline (card)"
     load = records[-3]["load"]
     assert load["ours"]["tensors"] == load["generate"]["tensors"] == tensors and load["ours"]["s"] > 0
-    assert records[-2] == {"threads": {name: {"count": 1, "source": "default"}
-                                       for name in ("thinker", "talker", "vocoder")}, "generate_threads": 1}
+    assert records[-2] == {"threads": {name: {"count": 1, "source": "default"} | ({"rows": cores} if rows and
+                                                                                 name == "vocoder" else {})
+                                       for name in ("thinker", "talker", "vocoder")}, "generate_threads": 1} | (
+        {"generate_wide_threads": cores} if rows else {})
     assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder inline (card)"}
     # --placement with --reference: where ours runs (the vocoder in two worker processes here), every target
-    # still, and generate given the cores ours uses (one thread in each of two workers: two threads)
+    # still, and generate given the cores ours uses (one thread in each of two workers, each splitting its rows
+    # over the cores: more threads than cores, so as many as there are cores)
     placed = subprocess.run(argv + ["--placement", "vocoder=process:2"], capture_output=True, text=True, env=env,
                             cwd=root, timeout=600)
     assert placed.returncode == 0, placed.stderr
     out = placed.stdout.splitlines()
-    assert out[0] == ("intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default) in each of 2 "
-                      "workers; generate 2")
+    assert out[0] == (f"intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default){rows} in "
+                      f"each of 2 workers; generate {cores}")
     assert "placement: thinker inline, talker inline, vocoder process x2 (--placement)" in out
     same = next(line for line in out if "requests whose tokens and codes equal generate's (ours-2)" in line)
     assert "│ 2 " in same and "yes" in same

@@ -30,13 +30,16 @@ def missing_checkpoint_file(model_path: str) -> str | None:
 
 
 def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | dict[str, Any] | None = None,
-          on_load: LoadReporter = no_report) -> dict[str, Any]:
+          on_load: LoadReporter = no_report, only: str | None = None) -> dict[str, Any]:
     """The thinker, talker and vocoder of one checkpoint, sharing its modules, by component name.
 
     `params[name]` is that component's params (a PARAMS dataclass, a plain dict, or absent for the
     defaults); `settings` are the backend settings (HFParams: `model_path` is required). `card` may be
     None (tests): the components are then named after their roles. `on_load` hears each phase of the
     10-15 s a first load takes (importing torch, the weights tensor by tensor, the voices).
+    `only`: the one component a worker runs (executors/worker.py). For the vocoder that is token2wav's
+    weights and the voices alone (`load_token2wav`); a thinker or talker still gets the whole checkpoint,
+    with every component (the talker's hand-off reads the thinker's weights).
     """
     config = settings if isinstance(settings, HFParams) else HFParams.from_settings(dict(settings or {}))
     if not config.model_path:
@@ -72,6 +75,10 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
     def threads(role: str) -> Any:  # the component's own num_threads, else the card's (threads.py)
         return choose_threads(role_params(role).num_threads, config.num_threads)
 
+    if only is not None and only == names["vocoder"]:
+        from .loading import load_token2wav
+
+        return {only: HFVocoder(load_token2wav(config, on_load), role_params("vocoder"), only, threads("vocoder"))}
     loaded = load_checkpoint(config, on_load)
     thinker = HFThinker(loaded, role_params("thinker"), names["thinker"], threads("thinker"))
     talker = HFTalker(loaded, role_params("talker"), config, names["talker"], threads("talker"))

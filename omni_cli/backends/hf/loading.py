@@ -59,7 +59,8 @@ class Loaded:
     dtype: torch.dtype
 
 
-def load_checkpoint(params: HFParams, on_load: LoadReporter = no_report) -> Loaded:
+def _checked(params: HFParams) -> tuple[Path, torch.device, torch.dtype]:
+    """The checkpoint directory, the device and the dtype to load with; BackendUnavailable where they cannot be."""
     path = Path(params.model_path).expanduser()
     for needed in ("config.json", "spk_dict.pt"):
         if not (path / needed).is_file():
@@ -67,7 +68,11 @@ def load_checkpoint(params: HFParams, on_load: LoadReporter = no_report) -> Load
     device = torch.device(params.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BackendUnavailable(f"device {params.device!r} was asked for but torch sees no CUDA device")
-    dtype = _DTYPES[params.dtype]
+    return path, device, _DTYPES[params.dtype]
+
+
+def load_checkpoint(params: HFParams, on_load: LoadReporter = no_report) -> Loaded:
+    path, device, dtype = _checked(params)
     on_load(LoadStep("building the model"))
     with quiet_transformers(), counted_weights(on_load):
         model = Qwen2_5OmniForConditionalGeneration.from_pretrained(
@@ -81,14 +86,72 @@ def load_checkpoint(params: HFParams, on_load: LoadReporter = no_report) -> Load
     model.to(device).eval()
     # transformers runs token2wav in float32 whatever the checkpoint dtype; so do we
     model.token2wav.float()
-    speakers = model.speaker_map
+    voices = _voices(model.speaker_map, on_load)  # spk_dict.pt, as from_pretrained read it
+    return Loaded(model=model, tokenizer=tokenizer, voices=voices, device=device, dtype=dtype)
+
+
+def load_token2wav(params: HFParams, on_load: LoadReporter = no_report) -> Loaded:
+    """Only what the vocoder runs: token2wav's modules with their weights and the voices, without the thinker,
+    the talker or the tokenizer (`model` is a stand-in with a `token2wav` attribute; `tokenizer` is None).
+
+    For a vocoder in a worker of its own (executors/worker.py): there, the rest of the checkpoint would be a
+    second copy of weights the worker never runs (84% of the bytes of our 3B-width checkpoint, whose stacks
+    have 2 layers; more of a released one's). The modules are built as
+    `Qwen2_5OmniForConditionalGeneration.enable_talker` builds them and read the same tensors of the same
+    files, so their weights, and so the samples, are those of `load_checkpoint`'s (tests/hf/test_hf_token2wav_load.py).
+    """
+    import json
+    from types import SimpleNamespace
+
+    from safetensors import safe_open
+    from transformers import Qwen2_5OmniConfig
+    from transformers.models.qwen2_5_omni.modeling_qwen2_5_omni import Qwen2_5OmniToken2WavModel
+
+    path, device, dtype = _checked(params)
+    on_load(LoadStep("building the vocoder"))
+    with quiet_transformers():
+        config = Qwen2_5OmniConfig.from_pretrained(str(path))
+    if not config.enable_audio_output:
+        raise BackendUnavailable(f"{path} has no talker (enable_audio_output is false): it cannot speak")
+    with quiet_transformers():
+        module = Qwen2_5OmniToken2WavModel._from_config(config.token2wav_config,
+                                                        attn_implementation=params.attn_implementation)
+    module.float()
+    prefix = "token2wav."
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map = json.loads(index.read_text())["weight_map"]
+        files: dict[str, list[str]] = {}
+        for key, file in weight_map.items():
+            if key.startswith(prefix):
+                files.setdefault(file, []).append(key)
+    else:
+        with safe_open(str(path / "model.safetensors"), framework="pt") as f:
+            files = {"model.safetensors": [key for key in f.keys() if key.startswith(prefix)]}
+    total, state = sum(len(keys) for keys in files.values()), {}
+    for file, keys in files.items():
+        with safe_open(str(path / file), framework="pt") as f:
+            for key in keys:
+                if len(state) % max(1, total // _CountedIterable.STEPS) == 0:
+                    on_load(LoadStep("loading weights", len(state), total, "tensors"))
+                # as stored: from_pretrained(dtype=...) loads them into token2wav's float32 as they are too
+                state[key[len(prefix):]] = f.get_tensor(key)
+    on_load(LoadStep("loading weights", total, total, "tensors"))
+    module.load_state_dict(state, strict=True)
+    module.to(device).eval()
+    # spk_dict.pt, read as `Qwen2_5OmniForConditionalGeneration.load_speakers` reads it
+    speakers = torch.load(path / "spk_dict.pt", weights_only=True)
+    return Loaded(model=SimpleNamespace(token2wav=module), tokenizer=None, voices=_voices(speakers, on_load),
+                  device=device, dtype=dtype)
+
+
+def _voices(speakers: dict[str, Any], on_load: LoadReporter) -> Voices:
     built = {}
     for name, entry in speakers.items():
         on_load(LoadStep("building voices", len(built), len(speakers), "voices"))
         built[name] = _voice(name, entry)
     on_load(LoadStep("building voices", len(built), len(speakers), "voices"))
-    voices = Voices(built)
-    return Loaded(model=model, tokenizer=tokenizer, voices=voices, device=device, dtype=dtype)
+    return Voices(built)
 
 
 def _voice(name: str, entry: dict[str, Any]) -> Voice:

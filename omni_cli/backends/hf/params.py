@@ -51,6 +51,10 @@ class VocoderParams(ComponentParams):
     bigvgan_batch_frames: int = bounded(
         640, min=1, max=1 << 20, doc="most mel frames in one batched BigVGAN call: past a few hundred, a CPU "
         "batch costs more per request than the requests one by one (omni bench shows it)")
+    row_threads: int = bounded(
+        0, min=0, max=4096, doc="Python threads a batched DiT window or BigVGAN call splits its rows over, each "
+        "with num_threads intra-op threads, when the rows are enough to pay; 0: the cores this process may "
+        "use over num_threads (backends/hf/rows.py)")
 
     def problems(self) -> list[tuple[str, str]]:
         out = []

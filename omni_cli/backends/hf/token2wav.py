@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ from omni_cli.backends.hf.dit import ODESettings, TimeModulation, sample_window,
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.onednn import ConvCosts
 from omni_cli.backends.hf.params import VocoderParams
+from omni_cli.backends.hf.rows import RowThreads, choose_row_threads
 from omni_cli.backends.hf.threads import Threads, choose_threads, intra_op_threads, with_threads
 
 NOISE_GROWTH_FRAMES = 256  # noise is drawn in blocks; any multiple of 16 floats keeps the stream identical
@@ -115,6 +117,8 @@ class HFVocoder:
         self.seam_frames = self.overlap_frames // 2 if params.bigvgan_seam == "lookahead" else 0
         self.tail_frames = self.overlap_frames - self.seam_frames
         self.bigvgan_batch_frames = params.bigvgan_batch_frames
+        # a batch's rows over Python threads
+        self.rows = RowThreads(choose_row_threads(params.row_threads, self.threads.count), self.threads.count)
         if self.future_frames % self.repeats or self.block_frames % self.repeats:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
         self.lookahead_codes = self.future_frames // self.repeats
@@ -125,6 +129,10 @@ class HFVocoder:
         self.steps = TimeModulation(self.dit, self.ode, self.device, torch.float32)
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
+
+    @property
+    def row_threads(self) -> int:
+        return self.rows.count
 
     def _voice_features(self, voice: Voice) -> torch.Tensor:
         features = self._features.get(voice.name)
@@ -185,7 +193,8 @@ class HFVocoder:
 
     def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
         """The DiT's windows integrate together, then BigVGAN runs once per group of equal length (as
-        `_finish` groups them): one weight copy alive at a time, the primitives of each new shape kept."""
+        `_finish` groups them): one weight copy per row thread alive at a time, the primitives of each new shape
+        kept."""
         if len(step_bytes) == 1 or not all(isinstance(s, ChunkBytes) for s in step_bytes):
             return step_bytes[0] if len(step_bytes) == 1 else sum(step_bytes)
         groups: dict[int, list[int]] = {}
@@ -197,8 +206,10 @@ class HFVocoder:
             for first in range(0, len(acts), per_call):
                 batch = len(acts[first:first + per_call])
                 count = self.threads.count
-                kept += self.convs.cache_bytes(batch, frames, count)  # made during the call, kept after it
-                peak = max(peak, kept + self.convs.reorder_bytes(batch, frames, count) + sum(acts[first:first + per_call]))
+                parts = self.rows.parts("bigvgan", batch, frames)  # run at once, each with its weight copy
+                kept += sum(self.convs.cache_bytes(b - a, frames, count) for a, b in parts)  # kept after the call
+                reorder = sum(self.convs.reorder_bytes(b - a, frames, count) for a, b in parts)
+                peak = max(peak, kept + reorder + sum(acts[first:first + per_call]))
         return max(sum(s.dit for s in step_bytes), peak)
 
     @with_threads
@@ -257,8 +268,11 @@ class HFVocoder:
             for first in range(0, len(same_length), per_call):
                 members = same_length[first:first + per_call]
                 batch = plans[members[0]][0] if len(members) == 1 else torch.cat([plans[i][0] for i in members])
-                out = self.vocode(batch).reshape(len(members), -1).float().numpy()
-                self.convs.ran(len(members), frames, self.threads.count)
+                parts = self.rows.parts("bigvgan", len(members), frames)
+                made = self.rows.map(partial(self._vocode_rows, batch), parts)
+                out = (made[0] if len(made) == 1 else torch.cat(made)).float().numpy()
+                for a, b in parts:
+                    self.convs.ran(b - a, frames, self.threads.count)
                 for row, i in enumerate(members):
                     waves[i] = out[row]
         samples = []
@@ -332,11 +346,23 @@ class HFVocoder:
             if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers
                 mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode, self.steps)
             else:
-                mel = sample_window(self.dit, torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws]),
-                                    voice.cond.expand(len(ws), -1), features, self.ode, self.steps)
+                noise, codes = torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws])
+                parts = self.rows.parts("dit", len(ws), noise.shape[1])
+                made = self.rows.map(partial(self._sample_rows, noise, codes, voice, features), parts)
+                mel = made[0] if len(made) == 1 else torch.cat(made)
             for row, (i, w) in enumerate(zip(members, ws, strict=True)):
                 out[i] = mel[row:row + 1, :, w.keep_from:max(w.right_to, w.later_to)]
         return out
+
+    def _sample_rows(self, noise: torch.Tensor, codes: torch.Tensor, voice: Voice, features: torch.Tensor,
+                     start: int, stop: int) -> torch.Tensor:
+        """Rows [start, stop) of a batch of windows of one length and voice (a part for `self.rows`)."""
+        return sample_window(self.dit, noise[start:stop], codes[start:stop], voice.cond.expand(stop - start, -1),
+                             features, self.ode, self.steps)
+
+    def _vocode_rows(self, mel: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        """BigVGAN over rows [start, stop) of a batch of mel of one length, one row of samples each."""
+        return self.vocode(mel[start:stop]).reshape(stop - start, -1)
 
     def _noise(self, state: VocoderState, frames: int) -> torch.Tensor:
         drawn = state.noise.shape[1]

@@ -1,7 +1,8 @@
 """The far side of a placed component: built from the card where it runs, it keeps its requests' states.
 
-A process worker and a Ray actor both hold one `ComponentWorker`. It builds the whole backend from the
-card (a talker's hand-off helpers read thinker weights) and keeps the one component it serves.
+A process worker and a Ray actor both hold one `ComponentWorker`. It builds its component from the card:
+the whole backend where the component needs it (a talker's hand-off helpers read thinker weights), its own
+part where the backend can build that alone (the hf vocoder), and keeps the one component it serves.
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ class ComponentWorker:
     def __init__(self, spec: WorkerSpec, sender: Any = None, store: Any = None):
         # before the backend imports its libraries: their thread pools read these once, at start
         os.environ.update(thread_environment(spec.num_threads))
-        components = build_components(spec.card, component_params(spec.card), spec.build_settings())
+        # only its own component, where the backend can build it alone (the hf vocoder: token2wav's weights)
+        components = build_components(spec.card, component_params(spec.card), spec.build_settings(),
+                                      only=spec.component)
         self.name = spec.component
         self.component = components[spec.component]
         self.table = StateTable()

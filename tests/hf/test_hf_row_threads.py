@@ -1,0 +1,120 @@
+"""A batched vocoder call's rows split over Python threads (backends/hf/rows.py): which calls split, that the
+parts run at once and all finish, and that a split batch's samples are the unsplit batch's within tolerance."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput  # noqa: E402
+from omni_cli.backends.hf import build  # noqa: E402
+from omni_cli.backends.hf.rows import MIN_ROW_FRAMES, RowThreads, choose_row_threads  # noqa: E402
+
+
+def test_only_a_batch_with_enough_frames_for_each_thread_splits_and_rows_are_shared_evenly():
+    rows = RowThreads(2, 1)
+    dit, bigvgan = MIN_ROW_FRAMES["dit"], MIN_ROW_FRAMES["bigvgan"]
+    assert rows.parts("dit", 8, 2 * dit // 8 - 1) == [(0, 8)]  # one thread's worth short of two
+    assert rows.parts("dit", 8, 2 * dit // 8) == [(0, 4), (4, 8)]
+    assert rows.parts("bigvgan", 1, 100 * bigvgan) == [(0, 1)]  # a request alone never splits
+    assert rows.parts("bigvgan", 3, bigvgan) == [(0, 1), (1, 3)]
+    assert RowThreads(1, 1).parts("bigvgan", 8, 100 * bigvgan) == [(0, 8)]
+    assert RowThreads(4, 1).parts("bigvgan", 3, 100 * bigvgan) == [(0, 1), (1, 2), (2, 3)]
+    assert RowThreads(4, 1).parts("bigvgan", 8, 3 * bigvgan // 8) == [(0, 2), (2, 5), (5, 8)]
+
+
+def test_auto_gives_the_cores_over_the_intra_op_threads_and_a_count_given_wins():
+    assert choose_row_threads(0, 1, cores=2) == 2
+    assert choose_row_threads(0, 2, cores=2) == 1
+    assert choose_row_threads(0, 4, cores=2) == 1
+    assert choose_row_threads(3, 1, cores=2) == 3
+
+
+def test_parts_run_at_once_without_autograd_and_come_back_in_order():
+    rows = RowThreads(2, 1)
+    both_in = threading.Barrier(2, timeout=10)  # broken unless the two parts are in flight together
+    seen = []
+
+    def call(start, stop):
+        both_in.wait()
+        seen.append((threading.get_ident(), torch.is_grad_enabled()))
+        return list(range(start, stop))
+
+    with torch.no_grad():
+        assert rows.map(call, [(0, 3), (3, 5)]) == [[0, 1, 2], [3, 4]]
+    assert len({ident for ident, _ in seen}) == 2 and not any(grad for _, grad in seen)
+
+
+def test_a_part_that_raises_is_raised_once_every_part_has_finished():
+    rows = RowThreads(2, 1)
+    finished = []
+
+    def call(start, stop):
+        if start == 0:
+            raise ValueError("the first part failed")
+        time.sleep(0.2)
+        finished.append(start)
+        return start
+
+    with pytest.raises(ValueError, match="first part failed"):
+        rows.map(call, [(0, 1), (1, 2)])
+    assert finished == [1]  # the other part was not left running
+
+
+@pytest.fixture(scope="module")
+def vocoder(tiny_checkpoint):
+    params = {"dit_num_steps": 4, "chunk_past_frames": 48, "chunk_future_frames": 24, "bigvgan_overlap_frames": 32,
+              "bigvgan_seam": "lookahead", "row_threads": 2}
+    return build(None, {"vocoder": params}, {"model_path": str(tiny_checkpoint)})["vocoder"]
+
+
+def test_a_batch_of_first_chunks_split_over_two_threads_makes_the_unsplit_batchs_samples(vocoder, monkeypatch):
+    codes = [[int(c) for c in np.random.default_rng(seed).integers(0, 120, 60)] for seed in range(8)]
+
+    def first_chunks():  # eight requests' first chunks, codes [0, 36) with 12 of look-ahead, in one call
+        inputs = [VocoderChunkInput(vocoder.new_state("Chelsie", seed=i), c, 0, 36, False) for i, c in enumerate(codes)]
+        return [out.samples for out in vocoder.run(AUDIO_CHUNK, inputs)]
+
+    split_calls = []
+    run_parts = RowThreads.map
+
+    def recorded(self, call, parts):
+        split_calls.append(len(parts))
+        return run_parts(self, call, parts)
+
+    monkeypatch.setattr(RowThreads, "map", recorded)
+    split = first_chunks()
+    # the DiT's 8 x 96 frames in two parts; BigVGAN's 88 frames, 7 rows a call (bigvgan_batch_frames: 640): 7
+    # rows in two parts, then the eighth alone
+    assert split_calls == [2, 2, 1]
+    monkeypatch.setattr(vocoder, "rows", RowThreads(1, vocoder.threads.count))
+    split_calls.clear()
+    whole = first_chunks()
+    assert split_calls == [1, 1, 1]
+    for a, b in zip(split, whole, strict=True):
+        assert a.shape == b.shape and a.size == 36 * vocoder.samples_per_code
+        assert float(np.max(np.abs(a - b))) <= 1e-5  # the card's sample_tolerance for batched windows
+
+
+def test_the_row_threads_example_times_both_forms_of_each_shape(tiny_checkpoint):
+    """examples/hf_row_threads.py, the README's measurement behind MIN_ROW_FRAMES, on two small shapes."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "examples" / "hf_row_threads.py"), str(tiny_checkpoint),
+                           "--rounds", "1", "--repeats", "1", "--small"], capture_output=True, text=True,
+                          cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split()[2:5] for line in lines] == [["dit", "8", "x"], ["bigvgan", "8", "x"]], lines
+    for line in lines:
+        one, two = (float(line.split(label)[1].split()[0]) for label in ("one thread", "2 threads"))
+        assert one > 0 and two > 0 and "frames a thread" in line and "bit-equal" in line

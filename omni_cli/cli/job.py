@@ -59,6 +59,9 @@ def resolve_text(text: str | None) -> str | None:
 
 
 def run_job(job: SpeakJob, view_factory: Callable[[Any], RunView] | None = None) -> tuple[Outcome, Router, RunView]:
+    # an output it may not write is refused before the model loads (a real checkpoint takes seconds to
+    # minutes); `_run_on` claims them again when it opens them
+    claim_plan(job.plan, job.trace_path)
     with make_load_view(sys.stderr, quiet=job.quiet) as on_load:
         engine = open_engine(job.model, on_load)
     try:

@@ -75,11 +75,18 @@ def test_raw_pcm_to_stdout_and_to_a_file(omni, home, solo, program):
     assert (home / "a.raw").read_bytes() == expected and len(expected) == 2 * made_by(program)[0]
 
 
-def test_existing_files_are_kept_without_force(omni, home, program):
+def test_existing_files_are_kept_without_force(omni, home, program, monkeypatch):
+    from omni_cli.cli import job
+
+    loads = []
+    opened = job.open_engine
+    monkeypatch.setattr(job, "open_engine", lambda *a, **k: loads.append(a) or opened(*a, **k))
     (home / "a.wav").write_bytes(b"precious")
     result = omni("speak", HELLO, "-o", "a.wav")
     assert result.exit_code == 2 and result.stdout == ""
     assert stderr_lines(result.stderr) == ["omni: error: a.wav exists; pass --force to overwrite it"]
+    assert loads == []  # refused before the model loads (a real checkpoint takes seconds to minutes)
+    assert (home / "a.wav").read_bytes() == b"precious"
     assert (home / "a.wav").read_bytes() == b"precious"
     assert omni("speak", HELLO, "-o", "a.wav", "--force").exit_code == 0
     assert read_wav(home / "a.wav")[1].size == made_by(program)[0]

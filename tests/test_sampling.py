@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from omni_cli.loops.sampling import Sampler, model_logprob
+from omni_cli.loops.sampling import Sampler, apply_repetition_penalty, model_logprob, penalize_rows
 from omni_cli.spec.card import SamplingSpec
 
 SPECS = [
@@ -32,6 +32,18 @@ def test_a_batch_chooses_what_each_row_chooses_alone(spec):
         together = sampler.choose_many(logits, batch_rngs, histories, allow)
         alone = [sampler.choose(x, g, h, a) for x, g, h, a in zip(logits, alone_rngs, histories, allow, strict=True)]
         assert together == alone
+
+
+def test_the_batch_penalty_is_each_rows_own_bit_for_bit():
+    rng = np.random.default_rng(7)
+    logits = (rng.standard_normal((5, VOCAB)) * 4).astype(np.float32)  # both signs
+    # repeats, ids past the vocabulary and below zero (ignored), and a row with no history
+    histories = [[1, 1, 2, 39], [], [0, 50, -1, 7, 7, 7], list(range(VOCAB)), [5]]
+    batch = logits.copy()
+    penalize_rows(batch, histories, 1.3)
+    for row, history in enumerate(histories):
+        assert np.array_equal(batch[row], apply_repetition_penalty(logits[row], history, 1.3))
+    assert not np.array_equal(batch[0], logits[0]) and np.array_equal(batch[1], logits[1])
 
 
 def test_filters_keep_only_what_they_allow():

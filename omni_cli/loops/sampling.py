@@ -17,12 +17,30 @@ def apply_repetition_penalty(logits: np.ndarray, history: Sequence[int], penalty
     """As Hugging Face does: each seen token's score is divided by `penalty` if positive, else multiplied."""
     if penalty == 1.0 or not history:
         return logits
-    seen = np.unique(np.asarray(history, dtype=np.int64))
-    seen = seen[(seen >= 0) & (seen < logits.shape[0])]
+    seen = _seen(history, logits.shape[0])
     out = logits.copy()
     scores = out[seen]
     out[seen] = np.where(scores < 0, scores * np.float32(penalty), scores / np.float32(penalty))
     return out
+
+
+def _seen(history: Sequence[int], size: int) -> np.ndarray:
+    """The distinct ids of `history` inside a vocabulary of `size`, in no particular order (a set, not a sort:
+    half the time of np.unique on a 150-token history; the penalty reads each id once either way)."""
+    seen = np.fromiter(set(history), dtype=np.int64)
+    return seen[(seen >= 0) & (seen < size)]
+
+
+def penalize_rows(scores: np.ndarray, histories: Sequence[Sequence[int]], penalty: float) -> None:
+    """`apply_repetition_penalty` on each row of `scores` [rows, vocab], in place, as one indexed update."""
+    size = scores.shape[1]
+    flat = [row * size + _seen(history, size) for row, history in enumerate(histories) if history]
+    if penalty == 1.0 or not flat:
+        return
+    where = np.concatenate(flat)
+    values = scores.reshape(-1)  # a view: scores is C-contiguous
+    picked = values[where]
+    values[where] = np.where(picked < 0, picked * np.float32(penalty), picked / np.float32(penalty))
 
 
 class Sampler:
@@ -62,11 +80,10 @@ class Sampler:
         if len(logits) == 1:  # the common case at low concurrency
             return self.one_row(logits[0], histories[0], allow_eos[0])
         p, penalty = self.params, self._penalty
-        if penalty == 1.0:  # one C call: each row cast to float32 as np.asarray(x, dtype=np.float32) does
-            scores = np.array(logits, dtype=np.float32)
-        else:
-            scores = np.stack([apply_repetition_penalty(np.asarray(x, dtype=np.float32), h, penalty)
-                               for x, h in zip(logits, histories, strict=True)])
+        # one C call: each row cast to float32 as np.asarray(x, dtype=np.float32) does (a copy: ours to change)
+        scores = np.array(logits, dtype=np.float32)
+        if penalty != 1.0:
+            penalize_rows(scores, histories, penalty)
         size = scores.shape[1]
         masks = (self._mask(size, allow_eos[0]) if len(set(allow_eos)) == 1
                  else np.stack([self._mask(size, a) for a in allow_eos]))

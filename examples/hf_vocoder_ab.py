@@ -21,18 +21,7 @@ thread, as the hf components run by default.
 from __future__ import annotations
 
 import argparse
-import time
 from functools import partial
-
-
-def best_ms(call, repeats: int) -> float:
-    call()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
 
 
 def main() -> None:
@@ -44,23 +33,15 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-    from transformers import Qwen2_5OmniForConditionalGeneration
-    from transformers.utils import logging
-
-    logging.set_verbosity_error()  # the tiny checkpoint's config warnings are not the measurement
+    from token2wav_parts import best_ms, load_parts
 
     from omni_cli.backends.hf import dit as ditmod
     from omni_cli.backends.hf.bigvgan import LeanBigVGAN
 
-    torch.set_num_threads(1)
-    model = Qwen2_5OmniForConditionalGeneration.from_pretrained(args.checkpoint).eval()
-    bigvgan, dit = model.token2wav.code2wav_bigvgan_model, model.token2wav.code2wav_dit_model
+    t2w = load_parts(args.checkpoint)
+    bigvgan, dit, mel_dim = t2w.bigvgan, t2w.dit, t2w.mel_dim
+    cond, features, settings = t2w.cond, t2w.features, t2w.settings
     convolutions, chains = LeanBigVGAN(bigvgan, fir=False), LeanBigVGAN(bigvgan)
-    mel_dim = bigvgan.config.mel_dim
-    cond = torch.randn(1, dit.config.enc_emb_dim, generator=torch.Generator().manual_seed(0))
-    ref_mel = torch.randn(1, 40, mel_dim, generator=torch.Generator().manual_seed(1))
-    settings = ditmod.ODESettings()
-    features = ditmod.speaker_features(dit, ref_mel, settings.is_guided)
     made = ditmod.WindowVelocity.__init__
 
     def boolean_masks(self, *a, **k):

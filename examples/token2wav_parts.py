@@ -1,0 +1,51 @@
+"""What the vocoder examples share: token2wav's modules from a checkpoint, one speaker's DiT inputs, a timer.
+
+Not run on its own: `hf_vocoder_ab.py` and `hf_row_threads.py` import it (a script's own folder is on its path).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Token2WavParts:
+    bigvgan: Any  # Qwen2_5OmniToken2WavBigVGANModel
+    dit: Any  # Qwen2_5OmniToken2WavDiTModel
+    mel_dim: int
+    cond: Any  # [1, enc_emb_dim]: a random speaker embedding, seeded
+    features: Any  # that speaker's `speaker_features` (a random reference mel, seeded)
+    settings: Any  # the card's ODE settings (dit.ODESettings())
+
+
+def load_parts(checkpoint: str) -> Token2WavParts:
+    """The checkpoint's token2wav, with one intra-op thread (as the hf components run by default)."""
+    import torch
+    from transformers import Qwen2_5OmniForConditionalGeneration
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()  # the tiny checkpoint's config warnings are not the measurement
+    from omni_cli.backends.hf import dit as ditmod
+
+    torch.set_num_threads(1)
+    model = Qwen2_5OmniForConditionalGeneration.from_pretrained(checkpoint).eval()
+    bigvgan, dit = model.token2wav.code2wav_bigvgan_model, model.token2wav.code2wav_dit_model
+    mel_dim = bigvgan.config.mel_dim
+    cond = torch.randn(1, dit.config.enc_emb_dim, generator=torch.Generator().manual_seed(0))
+    ref_mel = torch.randn(1, 40, mel_dim, generator=torch.Generator().manual_seed(1))
+    settings = ditmod.ODESettings()
+    return Token2WavParts(bigvgan, dit, mel_dim, cond, ditmod.speaker_features(dit, ref_mel, settings.is_guided),
+                          settings)
+
+
+def best_ms(call, repeats: int) -> float:
+    """The fastest of `repeats` timed calls, after one untimed, in milliseconds."""
+    call()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3

@@ -34,6 +34,8 @@ def test_auto_gives_the_cores_over_the_intra_op_threads_and_a_count_given_wins()
     assert choose_row_threads(0, 2, cores=2) == 1
     assert choose_row_threads(0, 4, cores=2) == 1
     assert choose_row_threads(3, 1, cores=2) == 3
+    assert choose_row_threads(0, 1, cores=16, on_cpu=False) == 1  # a GPU's batch stays one call
+    assert choose_row_threads(2, 1, cores=16, on_cpu=False) == 2
 
 
 def test_parts_run_at_once_without_autograd_and_come_back_in_order():

@@ -54,7 +54,7 @@ class VocoderParams(ComponentParams):
     row_threads: int = bounded(
         0, min=0, max=4096, doc="Python threads a batched DiT window or BigVGAN call splits its rows over, each "
         "with num_threads intra-op threads, when the rows are enough to pay; 0: the cores this process may "
-        "use over num_threads (backends/hf/rows.py)")
+        "use over num_threads, one on a GPU (backends/hf/rows.py)")
 
     def problems(self) -> list[tuple[str, str]]:
         out = []

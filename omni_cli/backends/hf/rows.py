@@ -40,10 +40,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def choose_row_threads(row_threads: int, intra: int, cores: int | None = None) -> int:
+def choose_row_threads(row_threads: int, intra: int, cores: int | None = None, on_cpu: bool = True) -> int:
     """A component's row threads: its `row_threads` param, or (0) as many as its intra-op threads leave cores
-    for, at least one."""
-    return row_threads or max(1, (usable_cores() if cores is None else cores) // max(1, intra))
+    for, at least one; on a GPU (0) one: its kernels queue on one stream, and nothing here measured a split."""
+    if row_threads or not on_cpu:
+        return row_threads or 1
+    return max(1, (usable_cores() if cores is None else cores) // max(1, intra))
 
 
 class RowThreads:

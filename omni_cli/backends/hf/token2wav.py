@@ -118,7 +118,8 @@ class HFVocoder:
         self.tail_frames = self.overlap_frames - self.seam_frames
         self.bigvgan_batch_frames = params.bigvgan_batch_frames
         # a batch's rows over Python threads
-        self.rows = RowThreads(choose_row_threads(params.row_threads, self.threads.count), self.threads.count)
+        count = choose_row_threads(params.row_threads, self.threads.count, on_cpu=loaded.device.type == "cpu")
+        self.rows = RowThreads(count, self.threads.count)
         if self.future_frames % self.repeats or self.block_frames % self.repeats:
             raise ValueError(f"chunk_future_frames and the DiT block size must be multiples of {self.repeats}")
         self.lookahead_codes = self.future_frames // self.repeats

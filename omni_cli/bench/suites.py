@@ -98,9 +98,10 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
                     on_progress: BenchProgress = _no_progress) -> tuple[list[BenchResult], dict[str, Any]]:
     """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
 
-    Returns the results ("ours-1", f"ours-{concurrency}" unless that is 1, "generate", and "generate, N threads"
-    where ours-N used more cores than ours-1) and how the outputs compare, with each side's load ("load": seconds and weight tensors read, the fastest of `load_rounds`
-    alternated loads; loads.py says what counts).
+    Returns the results ("ours-1", f"ours-{concurrency}" unless that is 1, "generate", and "generate, N
+    threads" where ours-N used more cores than ours-1) and how the outputs compare, with each side's load
+    ("load": seconds and weight tensors read, the fastest of `load_rounds` alternated loads; loads.py says
+    what counts).
     Both sides make `talker_codes` codes per utterance (EOS suppressed before, the bound after): a random
     tiny talker would otherwise stop at whatever length its weights happen to give.
     `placement`: where ours runs, "card" (the card's placement) or `--placement`'s KIND or NAME=KIND,...

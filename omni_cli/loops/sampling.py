@@ -17,10 +17,8 @@ def apply_repetition_penalty(logits: np.ndarray, history: Sequence[int], penalty
     """As Hugging Face does: each seen token's score is divided by `penalty` if positive, else multiplied."""
     if penalty == 1.0 or not history:
         return logits
-    seen = _seen(history, logits.shape[0])
     out = logits.copy()
-    scores = out[seen]
-    out[seen] = np.where(scores < 0, scores * np.float32(penalty), scores / np.float32(penalty))
+    penalize_rows(out[None], [history], penalty)  # a view: the row is penalized in place
     return out
 
 

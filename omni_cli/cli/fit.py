@@ -72,3 +72,13 @@ def column_groups(widths: list[int], width: int | None) -> list[list[int]]:
         groups[-1].append(i)
         used += widths[i] + 3
     return groups
+
+
+def labelled_line(text: str, width: int | None) -> str:
+    """A "label: a, b, c" line that fits `width`: wrapped at its spaces, each further line under the text after
+    the label (a narrow width: four spaces in); one line without a width (a pipe or file)."""
+    if width is None or len(text) <= width:
+        return text
+    label = text.index(": ") + 2 if ": " in text else 0
+    indent = " " * (label if width - label >= MIN_LAST else 4)
+    return textwrap.fill(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)

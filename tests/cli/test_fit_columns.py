@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from omni_cli.cli.fit import fit_columns
+from omni_cli.cli.fit import fit_columns, labelled_line
 
 ROWS = [("short", "a", "a last cell that is long enough to need wrapping on a narrow terminal, surely"),
         ("a.much.longer.first.cell", "bb", "brief")]
@@ -92,3 +92,27 @@ def test_cards_show_wraps_its_long_lines_on_a_terminal_and_keeps_them_whole_to_a
     assert words(shown) == words(piped)
     loops = shown.index("loops:")
     assert shown[loops + 1].startswith("  thinker_decode:") and shown[loops + 2].startswith("      ")  # wrapped, indented
+
+
+THREADS = ("intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default), rows split over 2; "
+           "generate 1, and 2 beside the concurrent run")
+
+
+@pytest.mark.parametrize("width", [50, 80, 120])
+def test_a_labelled_line_wraps_under_its_text_and_keeps_every_word(width):
+    lines = labelled_line(THREADS, width).splitlines()
+    assert len(lines) > 1 and all(len(line) <= width for line in lines), lines
+    assert lines[0].startswith("intra-op threads: thinker")
+    assert all(line.startswith(" " * len("intra-op threads: ")) and line[len("intra-op threads: ")] != " "
+               for line in lines[1:])
+    assert " ".join(lines).split() == THREADS.split()
+
+
+def test_a_labelled_line_that_fits_or_goes_to_a_pipe_stays_one_line():
+    assert labelled_line(THREADS, None) == THREADS
+    assert labelled_line("placement: thinker inline (card)", 80) == "placement: thinker inline (card)"
+
+
+def test_a_labelled_line_too_narrow_for_its_label_wraps_four_spaces_in():
+    lines = labelled_line(THREADS, 40).splitlines()
+    assert all(len(line) <= 40 and line.startswith("    ") and line[4] != " " for line in lines[1:]), lines

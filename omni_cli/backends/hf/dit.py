@@ -32,7 +32,7 @@
 # blocks alone (`BlockedAttention`): the terms the mask keeps, so the same attention up to the order of float
 # sums (170-190 dB SNR on the tiny checkpoint's mel, 142 dB at 3B width), and less work the longer the window
 # (on the tiny checkpoint, one thread: 4 rows of 264 frames 30% less DiT time, 168 frames 15%, 120 frames 10%,
-# 72 frames the same; at 3B width, where the linears dominate, within 5%: examples/hf_dit_blocks.py).
+# 72 frames the same; at 3B width, where the linears dominate, 3-8% less at 264 frames: examples/hf_dit_blocks.py).
 
 from __future__ import annotations
 
@@ -160,7 +160,8 @@ class BlockedAttention:
         pad = blocks * block - frames
 
         def spans(states: torch.Tensor) -> torch.Tensor:  # [rows * heads, blocks, span * block, head_dim], a view
-            states = F.pad(states.reshape(rows * heads, frames, width), (0, 0, self.back * block, self.ahead * block + pad))
+            states = F.pad(states.reshape(rows * heads, frames, width),
+                           (0, 0, self.back * block, self.ahead * block + pad))
             span = (self.back + 1 + self.ahead) * block
             return states.as_strided((rows * heads, blocks, span, width), (states.stride(0), block * width, width, 1))
 

@@ -1,4 +1,5 @@
-"""The shipped qwen2_5_omni card made comparable with generate(talker_do_sample=False), for the hf tests."""
+"""What the hf tests share: the shipped qwen2_5_omni card made comparable with generate(talker_do_sample=False),
+and the examples run as a child process."""
 
 from __future__ import annotations
 
@@ -33,3 +34,16 @@ def greedy_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max
     path = directory / f"{name}.yaml"
     path.write_text(yaml.safe_dump(card))
     return path
+
+
+def run_example(script: str, *args: object, timeout: int = 300) -> str:
+    """examples/`script` with `args`, in a child Python at the repository root with this checkout on its path:
+    its standard output, once it exited 0 (else the test fails with its standard error)."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / script), *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from hf_cards import run_example  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN, _FirActivation  # noqa: E402
@@ -104,16 +105,7 @@ def test_lean_bigvgan_runs_far_fewer_ops_per_call(bigvgan):
 
 def test_the_vocoder_ab_example_finds_both_changes_exact(tiny_checkpoint):
     """examples/hf_vocoder_ab.py, the README's measurement of the chains and the float masks, on short inputs."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "examples" / "hf_vocoder_ab.py"), str(tiny_checkpoint),
-                           "--rounds", "1", "--repeats", "1", "--small"], capture_output=True, text=True,
-                          cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = run_example("hf_vocoder_ab.py", tiny_checkpoint, "--rounds", 1, "--repeats", 1, "--small").splitlines()
     assert [line.split("  ")[1].split()[0] for line in lines] == ["BigVGAN", "BigVGAN", "DiT", "DiT"], lines
     assert "modules" in lines[3] and "lean evaluation" in lines[3], lines[3]
     assert all(line.endswith("bit-equal True") for line in lines), lines

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import torch.nn.functional as F  # noqa: E402
+from hf_cards import run_example  # noqa: E402
 
 from omni_cli.backends.hf import build  # noqa: E402
 from omni_cli.backends.hf.dit import BlockedAttention, ODESettings, sample_window, speaker_features  # noqa: E402
@@ -113,16 +114,8 @@ def test_whole_utterance_audio_is_transformers_exactly_without_blocks_and_within
 
 def test_the_blocks_example_times_both_forms_and_says_how_close(tiny_checkpoint):
     """examples/hf_dit_blocks.py, the README's measurement behind dit_block_attention_from, on two windows."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "examples" / "hf_dit_blocks.py"), str(tiny_checkpoint),
-                           "--rounds", "1", "--repeats", "1", "--windows", "1x48,2x120"],
-                          capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = run_example("hf_dit_blocks.py", tiny_checkpoint, "--rounds", 1, "--repeats", 1,
+                        "--windows", "1x48,2x120").splitlines()
     assert [line.split()[3:6] for line in lines] == [["1", "x", "48"], ["2", "x", "120"]], lines
     for line, blocks in zip(lines, (2, 5), strict=True):
         assert f"({blocks:2d} blocks)" in line

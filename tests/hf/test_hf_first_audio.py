@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from hf_cards import run_example  # noqa: E402
 from test_hf_bigvgan_seam import _streamed, _vocoder  # noqa: E402
 from test_hf_token2wav import MIN_SNR_DB, random_codes, snr_db  # noqa: E402
 
@@ -113,23 +114,16 @@ def test_the_first_audio_example_splits_the_waits_of_each_variant(tiny_checkpoin
     """examples/hf_first_audio.py, the README's breakdown of a lone request's first audio, on short utterances:
     each variant's line names the three stages before first audio, one vocoder call among them."""
     import re
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "examples" / "hf_first_audio.py"), str(tiny_checkpoint),
-                           "--requests", "1", "--rounds", "1", "--codes", "40"], capture_output=True, text=True,
-                          cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    lines = [line for line in done.stdout.splitlines() if line.startswith("round")]
-    assert [line.split()[2] for line in lines] == ["card", "two-piece", "hf-talker"], done.stdout
+    stdout = run_example("hf_first_audio.py", tiny_checkpoint, "--requests", 1, "--rounds", 1, "--codes", 40)
+    lines = [line for line in stdout.splitlines() if line.startswith("round")]
+    assert [line.split()[2] for line in lines] == ["card", "two-piece", "hf-talker"], stdout
     for line in lines:
         found = re.search(r"thinker (\d+) units .* talker (\d+) units .* vocoder (\d+) units", line)
         assert found, line
         thinker, talker, vocoder_calls = map(int, found.groups())
         assert thinker >= 1 and talker >= 1 and vocoder_calls == 1, line
-    assert "first_audio_codes 0; two-piece: 8" in done.stdout.splitlines()[0], done.stdout
+    assert "first_audio_codes 0; two-piece: 8" in stdout.splitlines()[0], stdout
 
 
 def test_the_chunk_cadence_example_times_each_chunk_against_the_audio_before_it(tiny_checkpoint):
@@ -137,19 +131,11 @@ def test_the_chunk_cadence_example_times_each_chunk_against_the_audio_before_it(
     chunk, each gap over the audio before it, and the margins of the rows agree with the stall max printed.
     One request at a time, so the card's schedule from its smallest first chunk (beside another request the
     first chunk is 72 codes, most of an 80-code utterance: shared_first_chunks, tests/test_first_audio.py)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "examples" / "hf_chunk_cadence.py"), str(tiny_checkpoint),
-                           "--concurrency", "1", "--codes", "80", "--rounds", "1"], capture_output=True, text=True,
-                          cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    stdout = run_example("hf_chunk_cadence.py", tiny_checkpoint, "--concurrency", 1, "--codes", 80, "--rounds", 1)
+    lines = stdout.splitlines()
     stall = float(lines[1].split("stall max ")[1].split()[0])
     rows = [line.split() for line in lines[3:]]
-    assert [int(row[0]) for row in rows] == list(range(len(rows))) and len(rows) >= 3, done.stdout
+    assert [int(row[0]) for row in rows] == list(range(len(rows))) and len(rows) >= 3, stdout
     audio = [float(row[1]) for row in rows]
     assert audio[:2] == [0.48, 0.96] and 1.59 <= sum(audio) <= 1.70, audio  # 24 codes, 48, the rest of 80-odd
     assert rows[0][2:] == ["0.00", "-", "-", "-"]
@@ -157,4 +143,4 @@ def test_the_chunk_cadence_example_times_each_chunk_against_the_audio_before_it(
         gap, ratio = float(row[3]), float(row[5])
         assert abs(ratio - gap / float(rows[int(row[0]) - 1][1])) < 0.02, row
     # the longest wait is at least the worst median margin's
-    assert stall >= max(0.0, -min(float(row[4]) for row in rows[1:])) - 0.01, done.stdout
+    assert stall >= max(0.0, -min(float(row[4]) for row in rows[1:])) - 0.01, stdout

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hf_cards import greedy_card  # noqa: E402
+from hf_cards import greedy_card, run_example  # noqa: E402
 
 from omni_cli.api import load  # noqa: E402
 from omni_cli.backends.base import AR_PREFILL, AR_TOKEN  # noqa: E402
@@ -130,16 +130,9 @@ def test_reserved_is_within_20_percent_of_the_measured_peak(realwidth_checkpoint
     what the engine reserved at its peak (README "At real widths": the figures, with 8; 4 here, the same
     paths in half the time)."""
     import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "examples" / "hf_memory.py"), str(realwidth_checkpoint),
-                           "--requests", "1", "4", "4"], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(root)})
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    stdout = run_example("hf_memory.py", realwidth_checkpoint, "--requests", 1, 4, 4, timeout=900)
+    rows = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     assert [r["requests"] for r in rows] == [1, 4, 4]
     for row in rows:
         assert 0.8 <= row["measured_bytes"] / row["reserved_bytes"] <= 1.2, row

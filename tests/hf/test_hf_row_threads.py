@@ -12,6 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from hf_cards import run_example  # noqa: E402
+
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput  # noqa: E402
 from omni_cli.backends.hf import build  # noqa: E402
 from omni_cli.backends.hf.rows import MIN_ROW_FRAMES, RowThreads, choose_row_threads  # noqa: E402
@@ -106,16 +108,7 @@ def test_a_batch_of_first_chunks_split_over_two_threads_makes_the_unsplit_batchs
 
 def test_the_row_threads_example_times_both_forms_of_each_shape(tiny_checkpoint):
     """examples/hf_row_threads.py, the README's measurement behind MIN_ROW_FRAMES, on two small shapes."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "examples" / "hf_row_threads.py"), str(tiny_checkpoint),
-                           "--rounds", "1", "--repeats", "1", "--small"], capture_output=True, text=True,
-                          cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = run_example("hf_row_threads.py", tiny_checkpoint, "--rounds", 1, "--repeats", 1, "--small").splitlines()
     assert [line.split()[2:5] for line in lines] == [["dit", "8", "x"], ["bigvgan", "8", "x"]], lines
     for line in lines:
         one, two = (float(line.split(label)[1].split()[0]) for label in ("one thread", "2 threads"))

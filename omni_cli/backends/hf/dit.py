@@ -199,30 +199,26 @@ class WindowVelocity:
         sign[:sin.shape[-1] // 2] = -1
         self.cos, self.signed_sin = cos, sin * sign
         self.steps = steps
-        block_diff = dit._create_block_diff(like)  # [rows, heads, frames, frames], a view of one [frames, frames]
-        # per decoder layer, what DiTDecoderLayer.forward computes, as the float mask attention makes of it
-        self.masks: list[torch.Tensor] = []
-        made: dict[tuple[int, int], torch.Tensor] = {}
-        for block in dit.transformer_blocks:
-            window = (block.look_backward_block, block.look_ahead_block)
-            if window not in made:
+        # per decoder layer, its attention: from `blocked_from` blocks on (0: never), block by block where
+        # transformers' own kernel (sdpa) is the one the layers use; else what DiTDecoderLayer.forward computes,
+        # as the float mask attention makes of it (in the queries' dtype, as attention converts a boolean mask)
+        block, dtype = int(dit.block_size), dit.proj_out.weight.dtype
+        by_blocks = bool(blocked_from) and -(-frames // block) >= blocked_from and dit.config._attn_implementation == "sdpa"
+        block_diff = None if by_blocks else dit._create_block_diff(like)  # [rows, heads, frames, frames], a view
+        self.masks: list[torch.Tensor | None] = []
+        self.blocked: list[BlockedAttention | None] = []
+        made: dict[tuple[int, int], Any] = {}
+        for layer in dit.transformer_blocks:
+            window = (layer.look_backward_block, layer.look_ahead_block)
+            if window not in made and by_blocks:
+                made[window] = BlockedAttention(frames, block, *window, dtype, speaker.device)
+            elif window not in made:
                 one = block_diff[0, 0]
                 allowed = (one >= -float(window[0])) & (one <= float(window[1]))
-                # in the queries' dtype, as attention converts a boolean mask
-                additive = torch.zeros(allowed.shape, dtype=dit.proj_out.weight.dtype, device=speaker.device)
+                additive = torch.zeros(allowed.shape, dtype=dtype, device=speaker.device)
                 made[window] = additive.masked_fill_(~allowed, float("-inf")).expand_as(block_diff)
-            self.masks.append(made[window])
-        # from `blocked_from` blocks on (0: never), each layer's attention block by block, where transformers'
-        # own kernel (sdpa) is the one the layers use
-        block = int(dit.block_size)
-        self.blocked: list[BlockedAttention | None] = [None] * len(self.masks)
-        if blocked_from and -(-frames // block) >= blocked_from and dit.config._attn_implementation == "sdpa":
-            kinds: dict[tuple[int, int], BlockedAttention] = {}
-            for i, layer in enumerate(dit.transformer_blocks):
-                window = (layer.look_backward_block, layer.look_ahead_block)
-                if window not in kinds:
-                    kinds[window] = BlockedAttention(frames, block, *window, dit.proj_out.weight.dtype, speaker.device)
-                self.blocked[i] = kinds[window]
+            self.masks.append(None if by_blocks else made[window])
+            self.blocked.append(made[window] if by_blocks else None)
 
     def __call__(self, time: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         dit, rows = self.dit, self.rows
@@ -247,7 +243,7 @@ class WindowVelocity:
         guided, null = torch.chunk(out, 2, dim=0)
         return guided + (guided - null) * self.guidance
 
-    def _attention(self, attn: Any, hidden: torch.Tensor, mask: torch.Tensor,
+    def _attention(self, attn: Any, hidden: torch.Tensor, mask: torch.Tensor | None,
                    blocked: BlockedAttention | None = None) -> torch.Tensor:
         """DiTAttention.forward: the first head's query and key deinterleaved and rotated (transformers'
         `deinterleave_head_dim` and `apply_rotary_pos_emb`) as one gather, two products and a sum each;

@@ -46,7 +46,7 @@ def main() -> None:
 
     def boolean_masks(self, *a, **k):
         made(self, *a, **k)
-        self.masks = [mask == 0 for mask in self.masks]  # True where a frame may attend, as transformers has it
+        self.attention = [mask == 0 for mask in self.attention]  # True where a frame may attend, as transformers has it
 
     class ModuleVelocity(ditmod.WindowVelocity):
         """The evaluation as the DiT's modules compute it (the form before the lean one)."""
@@ -60,7 +60,7 @@ def main() -> None:
             embedding = dit.time_embed(time.repeat(self.rows))
             hidden = torch.cat([state, state], dim=0) if self.guided else state
             hidden = dit.input_embed.proj(torch.cat((hidden, self.condition, self.code_embed, self.speaker), dim=-1))
-            for block, mask in zip(dit.transformer_blocks, self.masks, strict=True):
+            for block, mask in zip(dit.transformer_blocks, self.attention, strict=True):
                 norm, gate_msa, shift_mlp, scale_mlp, gate_mlp = block.attn_norm(hidden, emb=embedding)
                 attended = block.attn(hidden_states=norm, position_embeddings=self.position_embeddings,
                                       attention_mask=mask)

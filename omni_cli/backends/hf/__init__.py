@@ -78,9 +78,9 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
     if only is not None and only == names["vocoder"]:
         from .loading import load_token2wav
 
-        return {only: HFVocoder(load_token2wav(config, on_load), role_params("vocoder"), only, threads("vocoder"))}
+        return {only: HFVocoder(load_token2wav(config, on_load), role_params("vocoder"), only, threads("vocoder"), on_load)}
     loaded = load_checkpoint(config, on_load)
     thinker = HFThinker(loaded, role_params("thinker"), names["thinker"], threads("thinker"))
     talker = HFTalker(loaded, role_params("talker"), config, names["talker"], threads("talker"))
-    vocoder = HFVocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"))
+    vocoder = HFVocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"), on_load)
     return {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}

@@ -121,7 +121,7 @@ class TimeModulation:
 
     def __init__(self, dit: Any, settings: ODESettings, device: torch.device, dtype: torch.dtype):
         self.dit, self.rows = dit, 2 if settings.is_guided else 1
-        self._made: dict[tuple[float, torch.dtype], tuple] = {}
+        self._made: dict[tuple, tuple] = {}
         points = time_points(settings, device, dtype)
         with torch.no_grad():
             for start, end in zip(points[:-1], points[1:], strict=True):
@@ -134,6 +134,16 @@ class TimeModulation:
     def at(self, time: torch.Tensor, rows: int) -> tuple[list[tuple[torch.Tensor, ...]], tuple[torch.Tensor, torch.Tensor]]:
         made = self._made.get((float(time), time.dtype)) if rows == self.rows else None
         return made if made is not None else time_modulation(self.dit, time, rows)
+
+    def one_row(self, time: torch.Tensor) -> tuple[list[tuple[torch.Tensor, ...]], tuple[torch.Tensor, torch.Tensor]]:
+        """The first row of `at(time, ...)`, which every row of a batch broadcasts (all rows share the time:
+        the other rows equal it up to the rounding of a matrix product of another height); kept per time."""
+        key = (float(time), time.dtype, "one row")
+        made = self._made.get(key)
+        if made is None:
+            layers, final = self.at(time, self.rows)
+            made = self._made[key] = [tuple(t[:1] for t in layer) for layer in layers], tuple(t[:1] for t in final)
+        return made
 
 
 class BlockedAttention:
@@ -156,7 +166,8 @@ class BlockedAttention:
     def __call__(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         """[rows, heads, frames, head_dim] each -> [rows, frames, heads * head_dim]."""
         rows, heads, frames, width = query.shape
-        block, blocks = self.block, self.blocks
+        block = self.block
+        blocks = -(-frames // block)  # self.blocks, from the query's shape (torch.compile: one symbol, frames)
         pad = blocks * block - frames
 
         def spans(states: torch.Tensor) -> torch.Tensor:  # [rows * heads, blocks, span * block, head_dim], a view
@@ -177,7 +188,8 @@ class WindowVelocity:
     and the velocity is the guided combination, as in transformers' `sample`."""
 
     def __init__(self, dit: Any, codes: torch.Tensor, cond: torch.Tensor, features: torch.Tensor,
-                 settings: ODESettings, steps: TimeModulation | None = None, blocked_from: int = 0):
+                 settings: ODESettings, steps: TimeModulation | None = None, blocked_from: int = 0,
+                 compiled: DiTCompile | None = None):
         batch, frames = codes.shape[0], codes.shape[1] * dit.repeats
         self.dit, self.guided, self.guidance = dit, settings.is_guided, settings.guidance_scale
         speaker = cond.unsqueeze(1).repeat(1, frames, 1)  # [batch, frames, enc_emb_dim]
@@ -198,15 +210,14 @@ class WindowVelocity:
         sign = torch.ones(sin.shape[-1], dtype=sin.dtype, device=sin.device)
         sign[:sin.shape[-1] // 2] = -1
         self.cos, self.signed_sin = cos, sin * sign
-        self.steps = steps
+        self.steps, self.compiled = steps, compiled
         # per decoder layer, its attention: from `blocked_from` blocks on (0: never), block by block where
         # transformers' own kernel (sdpa) is the one the layers use; else what DiTDecoderLayer.forward computes,
         # as the float mask attention makes of it (in the queries' dtype, as attention converts a boolean mask)
         block, dtype = int(dit.block_size), dit.proj_out.weight.dtype
         by_blocks = bool(blocked_from) and -(-frames // block) >= blocked_from and dit.config._attn_implementation == "sdpa"
         block_diff = None if by_blocks else dit._create_block_diff(like)  # [rows, heads, frames, frames], a view
-        self.masks: list[torch.Tensor | None] = []
-        self.blocked: list[BlockedAttention | None] = []
+        self.attention: list[torch.Tensor | BlockedAttention] = []
         made: dict[tuple[int, int], Any] = {}
         for layer in dit.transformer_blocks:
             window = (layer.look_backward_block, layer.look_ahead_block)
@@ -216,55 +227,79 @@ class WindowVelocity:
                 one = block_diff[0, 0]
                 allowed = (one >= -float(window[0])) & (one <= float(window[1]))
                 additive = torch.zeros(allowed.shape, dtype=dtype, device=speaker.device)
-                made[window] = additive.masked_fill_(~allowed, float("-inf")).expand_as(block_diff)
-            self.masks.append(None if by_blocks else made[window])
-            self.blocked.append(made[window] if by_blocks else None)
+                # [1, 1, frames, frames]: attention broadcasts it over the rows and heads (an expanded view of
+                # their shape would be guarded on its sizes by torch.compile)
+                made[window] = additive.masked_fill_(~allowed, float("-inf"))[None, None]
+            self.attention.append(made[window])
+        if compiled is not None:
+            compiled.mark(self)
 
     def __call__(self, time: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        dit, rows = self.dit, self.rows
-        layers, (scale_out, shift_out) = self.steps.at(time, rows) if self.steps else time_modulation(dit, time, rows)
+        # with guidance the conditioned and unconditioned rows are made here and combined after, so a compiled
+        # `forward` never sees or makes a batch of one (which torch.compile specializes: one more compile)
         hidden = torch.cat([state, state], dim=0) if self.guided else state
-        proj = dit.input_embed.proj
-        hidden = F.linear(torch.cat((hidden, self.condition, self.code_embed, self.speaker), dim=-1), proj.weight, proj.bias)
-        width = hidden.shape[2]
-        for block, mask, blocked, (scale_msa, shift_msa, gate_msa, scale_mlp, shift_mlp, gate_mlp) in zip(
-                dit.transformer_blocks, self.masks, self.blocked, layers, strict=True):
-            # DiTDecoderLayer.forward with AdaLayerNormZero's time part looked up (TimeModulation)
-            norm = F.layer_norm(hidden, (width,), None, None, block.attn_norm.norm.eps) * scale_msa + shift_msa
-            hidden = hidden + gate_msa * self._attention(block.attn, norm, mask, blocked)
-            norm = F.layer_norm(hidden, (width,), None, None, block.ff_norm.eps) * scale_mlp + shift_mlp
-            up, down = block.ff.ff[0], block.ff.ff[3]
-            hidden = hidden + gate_mlp * F.linear(F.gelu(F.linear(norm, up.weight, up.bias), approximate="tanh"),
-                                                  down.weight, down.bias)
-        norm = F.layer_norm(hidden, (width,), None, None, dit.norm_out.norm.eps) * scale_out + shift_out
-        out = F.linear(norm, dit.proj_out.weight, dit.proj_out.bias)
+        if self.compiled is not None:
+            layers, final = self.compiled.modulation(self.dit, self.steps, time)
+            forward = self.compiled.forward
+            self.compiled.mark_rows_frames(hidden)
+        else:
+            layers, final = self.steps.at(time, self.rows) if self.steps else time_modulation(self.dit, time, self.rows)
+            forward = dit_velocity
+        out = forward(self.dit, self.attention, hidden, self.condition, self.code_embed, self.speaker, self.cos,
+                      self.signed_sin, layers, final)
         if not self.guided:
             return out
         guided, null = torch.chunk(out, 2, dim=0)
         return guided + (guided - null) * self.guidance
 
-    def _attention(self, attn: Any, hidden: torch.Tensor, mask: torch.Tensor | None,
-                   blocked: BlockedAttention | None = None) -> torch.Tensor:
-        """DiTAttention.forward: the first head's query and key deinterleaved and rotated (transformers'
-        `deinterleave_head_dim` and `apply_rotary_pos_emb`) as one gather, two products and a sum each;
-        `blocked`: the attention itself block by block."""
-        rows, frames = hidden.shape[0], hidden.shape[1]
-        query, key, value = (F.linear(hidden, proj.weight, proj.bias).view(rows, frames, attn.heads, -1).transpose(1, 2)
-                             for proj in (attn.to_q, attn.to_k, attn.to_v))
-        half = self.cos.shape[-1] // 2
-        for states in (query, key):
-            first = states[:, 0]  # [rows, frames, head_dim], rotary pairs interleaved
-            deinterleaved = first.unflatten(-1, (half, 2)).transpose(-1, -2).reshape(first.shape)
-            # rotate_half's (-x2, x1) times sin is (x2, x1) times the sin whose first half is negated: exact
-            rotated = torch.cat((deinterleaved[..., half:], deinterleaved[..., :half]), dim=-1)
-            states[:, 0] = deinterleaved * self.cos + rotated * self.signed_sin
-        if blocked is not None:
-            attended = blocked(query, key, value)
-        else:
-            attend = ALL_ATTENTION_FUNCTIONS[attn.config._attn_implementation]  # as DiTAttention looks it up
-            attended, _ = attend(attn, query, key, value, attention_mask=mask, is_causal=False)
-        out = attn.to_out[0]
-        return F.linear(attended.reshape(rows, frames, -1), out.weight, out.bias)
+
+def dit_velocity(dit: Any, attention: list, hidden: torch.Tensor, condition: torch.Tensor,
+                 code_embed: torch.Tensor, speaker: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor,
+                 layers: list[tuple[torch.Tensor, ...]], final: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """The DiT's output at one ODE time, each row's: `forward` from the window's inputs (`WindowVelocity`'s,
+    made once) and that time's modulation (`TimeModulation`), each layer attending through its `attention`
+    entry (an additive mask or a `BlockedAttention`); `hidden` is the ODE's state, its rows twice with
+    guidance (the conditioned rows, then the unconditioned; `WindowVelocity` combines their outputs). A
+    function of its arguments alone, so `DiTCompile` can compile it once for every window."""
+    proj = dit.input_embed.proj
+    hidden = F.linear(torch.cat((hidden, condition, code_embed, speaker), dim=-1), proj.weight, proj.bias)
+    width = hidden.shape[2]
+    for block, attend, (scale_msa, shift_msa, gate_msa, scale_mlp, shift_mlp, gate_mlp) in zip(
+            dit.transformer_blocks, attention, layers, strict=True):
+        # DiTDecoderLayer.forward with AdaLayerNormZero's time part looked up (TimeModulation)
+        norm = F.layer_norm(hidden, (width,), None, None, block.attn_norm.norm.eps) * scale_msa + shift_msa
+        hidden = hidden + gate_msa * _attention(block.attn, norm, attend, cos, signed_sin)
+        norm = F.layer_norm(hidden, (width,), None, None, block.ff_norm.eps) * scale_mlp + shift_mlp
+        up, down = block.ff.ff[0], block.ff.ff[3]
+        hidden = hidden + gate_mlp * F.linear(F.gelu(F.linear(norm, up.weight, up.bias), approximate="tanh"),
+                                              down.weight, down.bias)
+    scale_out, shift_out = final
+    norm = F.layer_norm(hidden, (width,), None, None, dit.norm_out.norm.eps) * scale_out + shift_out
+    return F.linear(norm, dit.proj_out.weight, dit.proj_out.bias)
+
+
+def _attention(attn: Any, hidden: torch.Tensor, attend: torch.Tensor | BlockedAttention, cos: torch.Tensor,
+               signed_sin: torch.Tensor) -> torch.Tensor:
+    """DiTAttention.forward: the first head's query and key deinterleaved and rotated (transformers'
+    `deinterleave_head_dim` and `apply_rotary_pos_emb`) as one gather, two products and a sum each; then
+    attention over the whole window with the additive mask `attend`, or block by block (`BlockedAttention`)."""
+    rows, frames = hidden.shape[0], hidden.shape[1]
+    query, key, value = (F.linear(hidden, proj.weight, proj.bias).view(rows, frames, attn.heads, -1).transpose(1, 2)
+                         for proj in (attn.to_q, attn.to_k, attn.to_v))
+    half = cos.shape[-1] // 2
+    for states in (query, key):
+        first = states[:, 0]  # [rows, frames, head_dim], rotary pairs interleaved
+        deinterleaved = first.unflatten(-1, (half, 2)).transpose(-1, -2).reshape(first.shape)
+        # rotate_half's (-x2, x1) times sin is (x2, x1) times the sin whose first half is negated: exact
+        rotated = torch.cat((deinterleaved[..., half:], deinterleaved[..., :half]), dim=-1)
+        states[:, 0] = deinterleaved * cos + rotated * signed_sin
+    if isinstance(attend, BlockedAttention):
+        attended = attend(query, key, value)
+    else:
+        kernel = ALL_ATTENTION_FUNCTIONS[attn.config._attn_implementation]  # as DiTAttention looks it up
+        attended, _ = kernel(attn, query, key, value, attention_mask=attend, is_causal=False)
+    out = attn.to_out[0]
+    return F.linear(attended.reshape(rows, frames, -1), out.weight, out.bias)
 
 
 @torch.no_grad()
@@ -277,11 +312,13 @@ def sample_window(
     settings: ODESettings,
     steps: TimeModulation | None = None,
     blocked_from: int = 0,
+    compiled: DiTCompile | None = None,
 ) -> torch.Tensor:
     """Mel [B, mel_dim, frames] of `codes` [B, n] from `noise` [B, frames, mel_dim] (frames = n * repeats);
     `cond` [B, enc_emb_dim] is the speaker embedding, `features` the voice's `speaker_features`, `steps`
     the DiT's `TimeModulation` kept between windows (None: one for this window); windows of `blocked_from`
-    blocks or more attend block by block (`BlockedAttention`; 0: never, transformers' attention exactly)."""
+    blocks or more attend block by block (`BlockedAttention`; 0: never, transformers' attention exactly);
+    `compiled`: each velocity through `DiTCompile`'s compiled `dit_velocity` (None: the function as it is)."""
     frames = noise.shape[1]
     if frames != codes.shape[1] * dit.repeats:
         raise ValueError(f"a DiT window of {codes.shape[1]} codes needs {codes.shape[1] * dit.repeats} noise frames")
@@ -289,6 +326,91 @@ def sample_window(
         raise ValueError(
             f"a DiT window of {frames} mel frames exceeds the DiT's {dit.config.max_position_embeddings} positions"
         )
-    velocity = WindowVelocity(dit, codes, cond, features, settings, steps, blocked_from)
+    velocity = WindowVelocity(dit, codes, cond, features, settings, steps, blocked_from, compiled)
     final = integrate_rk4(velocity, noise, time_points(settings, codes.device, velocity.speaker.dtype))
     return final.permute(0, 2, 1)
+
+
+# inductor's CPU kernels are C++ functions called from Python with the GIL held (torch 2.13's binding is
+# "kernel(<parsed args>); Py_RETURN_NONE;"), so the vocoder's row threads (rows.py) would take turns through
+# them: 1.1-1.5x two threads' speed-up over one, against 1.5-2.0x with the GIL let go around the call (4 rows
+# of 264 frames, the tiny checkpoint). The binding below parses the arguments with the GIL held, then calls the
+# kernel without it: the kernel reads only the raw pointers and numbers parsed, and the tensors behind them stay
+# referenced by the caller for the call.
+_INDUCTOR_HOLDS_GIL = "kernel({}); Py_RETURN_NONE;"
+_INDUCTOR_LETS_GO = ("auto parsed = std::make_tuple({}); Py_BEGIN_ALLOW_THREADS std::apply(kernel, parsed); "
+                     "Py_END_ALLOW_THREADS Py_RETURN_NONE;")
+
+
+def let_inductor_kernels_go_of_the_gil() -> bool:
+    """Compile inductor's CPU kernels with the binding that lets the GIL go (above). False where this torch's
+    binding is not the one this was written against: its kernels then keep the GIL (correct, slower in threads)."""
+    from torch._inductor import codecache
+
+    bindings = getattr(codecache, "CppPythonBindingsCodeCache", None)
+    current = getattr(bindings, "call_entry_function", None)
+    if current == _INDUCTOR_HOLDS_GIL:
+        bindings.call_entry_function = _INDUCTOR_LETS_GO
+    return getattr(bindings, "call_entry_function", None) == _INDUCTOR_LETS_GO
+
+
+class DiTCompile:
+    """`dit_velocity` compiled by torch.compile (inductor) once for windows of any length and batch: a CPU
+    evaluation of a small DiT is hundreds of short operations, which inductor fuses into a few loops.
+
+    Compiling is slow (tens of seconds a form on a 2-core machine the first time; inductor keeps its
+    kernels in its cache, $TORCHINDUCTOR_CACHE_DIR or /tmp/torchinductor_USER, so later loads skip
+    that part), so it happens when the vocoder loads (`warm`), never under a request: one window of each
+    form a vocoder runs, with the rows and frames marked as sizes that vary (`mark`), so every later
+    window reuses that code. Every row of a batch reads the same time modulation (`TimeModulation.one_row`).
+    The values are the eager function's to float rounding (inductor reorders sums): about 150 dB SNR on the
+    tiny checkpoint's mel (tests/hf/test_hf_dit_compile.py)."""
+
+    def __init__(self) -> None:
+        self.threads_overlap = let_inductor_kernels_go_of_the_gil()
+        self.forward = torch.compile(dit_velocity, dynamic=False)
+
+    @staticmethod
+    def mark_rows_frames(tensor: torch.Tensor, rows: int = 0, frames: int = 1) -> None:
+        """Mark the `rows` and `frames` dims of `tensor` as varying (a dim of size 1 torch.compile always
+        specializes: it is left as it is)."""
+        for dim in (rows, frames):
+            if tensor.shape[dim] > 1:
+                torch._dynamo.mark_dynamic(tensor, dim)
+
+    def mark(self, velocity: WindowVelocity) -> None:
+        """The varying sizes of a window's inputs: rows and frames, and the frames of its attention masks."""
+        for tensor in (velocity.condition, velocity.code_embed, velocity.speaker, velocity.cos, velocity.signed_sin):
+            self.mark_rows_frames(tensor)
+        for attend in {id(a): a for a in velocity.attention}.values():
+            if isinstance(attend, BlockedAttention):
+                self.mark_rows_frames(attend.mask, rows=0, frames=1)  # [1, blocks, block, span * block]
+            else:
+                self.mark_rows_frames(attend, rows=2, frames=3)  # [1, 1, frames, frames]
+
+    @staticmethod
+    def modulation(dit: Any, steps: TimeModulation | None, time: torch.Tensor) -> tuple:
+        return steps.one_row(time) if steps is not None else time_modulation(dit, time, 1)
+
+    @staticmethod
+    def warm_shapes(block: int, blocked_from: int, guided: bool) -> list[tuple[int, int]]:
+        """(windows, frames) that reach each form a vocoder with `blocked_from` runs: whole-window masks below
+        `blocked_from` blocks, blocks from there (whole, and padded to whole); without guidance, a batch of one
+        too (a size torch.compile specializes)."""
+        frames = []
+        if blocked_from != 1:  # some windows attend through masks: those under blocked_from blocks (or all)
+            frames.append(block * (min(blocked_from, 4) - 1) if blocked_from else 3 * block)
+        if blocked_from:  # a window of whole blocks, and one BlockedAttention pads: two compiles
+            frames += [block * blocked_from, block * blocked_from + 2]
+        return [(windows, f) for f in frames for windows in ((1,) if guided else (1, 2))]
+
+    @torch.no_grad()
+    def warm(self, dit: Any, cond: torch.Tensor, features: torch.Tensor, settings: ODESettings,
+             steps: TimeModulation | None, blocked_from: int) -> None:
+        """Compile now: one window of each shape `warm_shapes` names (random codes and noise, output dropped)."""
+        generator = torch.Generator().manual_seed(0)
+        for windows, frames in self.warm_shapes(int(dit.block_size), blocked_from, settings.is_guided):
+            codes = torch.randint(0, int(dit.config.num_embeds), (windows, frames // int(dit.repeats)),
+                                  generator=generator)
+            noise = torch.randn(windows, frames, int(dit.mel_dim), generator=generator)
+            sample_window(dit, noise, codes, cond.expand(windows, -1), features, settings, steps, blocked_from, self)

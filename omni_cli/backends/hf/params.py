@@ -55,6 +55,10 @@ class VocoderParams(ComponentParams):
         5, min=0, max=4096, doc="DiT windows of at least this many blocks (the DiT's block_size frames each) attend "
         "block by block on a CPU, each block's queries against the blocks its layer's mask keeps: the same values to "
         "float rounding, less time on long windows (backends/hf/dit.py); 0: never (transformers' attention, bit-equal)")
+    dit_compile: bool = bounded(
+        False, doc="compile the DiT's velocity with torch.compile when the vocoder loads (20-50 s a form the first "
+        "time on a small CPU, seconds from inductor's cache after): the same mel to float rounding, fewer and fused "
+        "operations per ODE step (backends/hf/dit.py, DiTCompile)")
     row_threads: int = bounded(
         0, min=0, max=4096, doc="Python threads a batched DiT window or BigVGAN call splits its rows over, each "
         "with num_threads intra-op threads, when the rows are enough to pay; 0: the cores this process may "

@@ -27,10 +27,10 @@ from functools import partial
 import numpy as np
 import torch
 
-from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput
+from omni_cli.backends.base import AUDIO_CHUNK, LoadReporter, LoadStep, VocoderChunkInput, VocoderChunkOutput, no_report
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN
-from omni_cli.backends.hf.dit import ODESettings, TimeModulation, sample_window, speaker_features
+from omni_cli.backends.hf.dit import DiTCompile, ODESettings, TimeModulation, sample_window, speaker_features
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.onednn import ConvCosts
 from omni_cli.backends.hf.params import VocoderParams
@@ -95,7 +95,8 @@ class HFVocoder:
     role = "vocoder"
     sample_rate = 24000
 
-    def __init__(self, loaded: Loaded, params: VocoderParams, name: str = "vocoder", threads: Threads | None = None):
+    def __init__(self, loaded: Loaded, params: VocoderParams, name: str = "vocoder", threads: Threads | None = None,
+                 on_load: LoadReporter = no_report):
         self.name = name
         self.threads = threads or choose_threads(params.num_threads, 0)
         self.module = loaded.model.token2wav
@@ -132,6 +133,14 @@ class HFVocoder:
         self.steps = TimeModulation(self.dit, self.ode, self.device, torch.float32)
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
+        self.compiled: DiTCompile | None = None  # the DiT's velocity compiled (dit_compile), else eager
+        if params.dit_compile:
+            on_load(LoadStep("compiling the DiT (cached after the first time)"))
+            compiled = DiTCompile()
+            voice = self.new_state(self.voices()[0]).voice
+            with intra_op_threads(self.threads.count):  # inductor's loops take the count they are compiled under
+                compiled.warm(self.dit, voice.cond, self._voice_features(voice), self.ode, self.steps, self.blocked_from)
+            self.compiled = compiled
 
     @property
     def row_threads(self) -> int:
@@ -348,7 +357,7 @@ class HFVocoder:
             features = self._voice_features(voice)
             if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers
                 mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode, self.steps,
-                                    self.blocked_from)
+                                    self.blocked_from, self.compiled)
             else:
                 noise, codes = torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws])
                 parts = self.rows.parts("dit", len(ws), noise.shape[1])
@@ -362,7 +371,7 @@ class HFVocoder:
                      start: int, stop: int) -> torch.Tensor:
         """Rows [start, stop) of a batch of windows of one length and voice (a part for `self.rows`)."""
         return sample_window(self.dit, noise[start:stop], codes[start:stop], voice.cond.expand(stop - start, -1),
-                             features, self.ode, self.steps, self.blocked_from)
+                             features, self.ode, self.steps, self.blocked_from, self.compiled)
 
     def _vocode_rows(self, mel: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         """BigVGAN over rows [start, stop) of a batch of mel of one length, one row of samples each."""

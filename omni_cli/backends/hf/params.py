@@ -56,9 +56,9 @@ class VocoderParams(ComponentParams):
         "block by block on a CPU, each block's queries against the blocks its layer's mask keeps: the same values to "
         "float rounding, less time on long windows (backends/hf/dit.py); 0: never (transformers' attention, bit-equal)")
     dit_compile: bool = bounded(
-        False, doc="compile the DiT's velocity with torch.compile when the vocoder loads (20-50 s a form the first "
-        "time on a small CPU, seconds from inductor's cache after): the same mel to float rounding, fewer and fused "
-        "operations per ODE step (backends/hf/dit.py, DiTCompile)")
+        False, doc="on a CPU, compile the DiT's velocity with torch.compile when the vocoder loads (about a minute "
+        "the first time on a small machine, seconds from inductor's cache after): the same mel to float rounding, "
+        "fewer and fused operations per ODE step; pays on a small DiT, not at 3B width (backends/hf/dit.py, DiTCompile)")
     row_threads: int = bounded(
         0, min=0, max=4096, doc="Python threads a batched DiT window or BigVGAN call splits its rows over, each "
         "with num_threads intra-op threads, when the rows are enough to pay; 0: the cores this process may "

@@ -134,7 +134,7 @@ class HFVocoder:
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
         self.compiled: DiTCompile | None = None  # the DiT's velocity compiled (dit_compile), else eager
-        if params.dit_compile:
+        if params.dit_compile and loaded.device.type == "cpu":  # measured on a CPU only, as the blocks
             on_load(LoadStep("compiling the DiT (cached after the first time)"))
             compiled = DiTCompile()
             voice = self.new_state(self.voices()[0]).voice

@@ -11,7 +11,8 @@
 # layer's attention mask (its block window of the block mask) is made once per window too, where
 # `DiTDecoderLayer.forward` compares the whole [rows, heads, frames, frames] block mask twice per layer per
 # call: `WindowVelocity` runs the layer's operations in its order with that mask made once, as a [frames,
-# frames] comparison expanded to the same shape (the same values, so the same attention). The mask is handed
+# frames] comparison that attention broadcasts over the rows and heads (the same values, so the same
+# attention). The mask is handed
 # to attention as the additive float mask (0 where a frame may attend, -inf where not) that torch's
 # scaled_dot_product_attention otherwise makes from a boolean one on every call: a `where` over the whole
 # [rows, heads, frames, frames] block (8 x 264 frames: 1.50-1.54 s a window with it, 1.17-1.21 s without;
@@ -368,6 +369,7 @@ class DiTCompile:
 
     def __init__(self) -> None:
         self.threads_overlap = let_inductor_kernels_go_of_the_gil()
+        # dynamic=False: only the sizes `mark` names vary (every size symbolic made the trace four times slower)
         self.forward = torch.compile(dit_velocity, dynamic=False)
 
     @staticmethod

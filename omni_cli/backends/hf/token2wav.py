@@ -355,7 +355,7 @@ class HFVocoder:
             ws = [windows[i] for i in members]
             voice = ws[0].voice
             features = self._voice_features(voice)
-            if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers
+            if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers (eager)
                 mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode, self.steps,
                                     self.blocked_from, self.compiled)
             else:

@@ -369,7 +369,8 @@ class DiTCompile:
 
     def __init__(self) -> None:
         self.threads_overlap = let_inductor_kernels_go_of_the_gil()
-        # dynamic=False: only the sizes `mark` names vary (every size symbolic made the trace four times slower)
+        # dynamic=False: only the sizes `mark` names vary (with every size symbolic, dynamic=True, a vocoder load
+        # that found inductor's cache full took 41-46 s against 10 s: tracing reasons about every size)
         self.forward = torch.compile(dit_velocity, dynamic=False)
 
     @staticmethod

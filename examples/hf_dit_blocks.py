@@ -14,18 +14,13 @@ order: finite, far above 100 dB). One intra-op thread, as the hf components run 
 
 from __future__ import annotations
 
-import argparse
 import math
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--windows", default="1x72,1x120,4x72,4x120,4x168,4x264,2x400",
-                        help="comma-separated ROWSxFRAMES (frames: a multiple of the DiT's 2 frames per code)")
-    args = parser.parse_args()
+    from token2wav_parts import window_arguments
+
+    args = window_arguments(__doc__, "1x72,1x120,4x72,4x120,4x168,4x264,2x400")
 
     import torch
     from token2wav_parts import best_ms, load_parts
@@ -35,7 +30,7 @@ def main() -> None:
     t2w = load_parts(args.checkpoint)
     dit = t2w.dit
     steps = ditmod.TimeModulation(dit, t2w.settings, torch.device("cpu"), torch.float32)
-    windows = [tuple(int(n) for n in w.split("x")) for w in args.windows.split(",")]
+    windows = args.windows
     with torch.no_grad():
         for round_ in range(1, args.rounds + 1):
             for rows, frames in windows:

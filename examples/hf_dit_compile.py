@@ -15,7 +15,6 @@ threads, eager against compiled (the compiled kernels let the GIL go, so the hal
 
 from __future__ import annotations
 
-import argparse
 import math
 import threading
 import time
@@ -23,13 +22,9 @@ from functools import partial
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--windows", default="1x72,1x130,4x168,8x264",
-                        help="comma-separated ROWSxFRAMES (frames: a multiple of the DiT's 2 frames per code)")
-    args = parser.parse_args()
+    from token2wav_parts import window_arguments
+
+    args = window_arguments(__doc__, "1x72,1x130,4x168,8x264")
 
     import torch
     from token2wav_parts import best_ms, load_parts
@@ -44,7 +39,7 @@ def main() -> None:
     compiled.warm(dit, t2w.cond, t2w.features, t2w.settings, steps, blocked_from)
     print(f"compiled at load in {time.perf_counter() - start:.1f} s (kernels let the GIL go: "
           f"{compiled.threads_overlap})", flush=True)
-    windows = [tuple(int(n) for n in w.split("x")) for w in args.windows.split(",")]
+    windows = args.windows
 
     def window(rows: int, frames: int):
         codes = torch.randint(0, dit.config.num_embeds, (rows, frames // dit.repeats),

@@ -1,10 +1,12 @@
 """What the vocoder examples share: token2wav's modules from a checkpoint, one speaker's DiT inputs, a timer.
 
-Not run on its own: `hf_vocoder_ab.py` and `hf_row_threads.py` import it (a script's own folder is on its path).
+Not run on its own: `hf_vocoder_ab.py`, `hf_row_threads.py`, `hf_dit_blocks.py` and `hf_dit_compile.py` import it
+(a script's own folder is on its path).
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -49,3 +51,17 @@ def best_ms(call, repeats: int) -> float:
         call()
         best = min(best, time.perf_counter() - start)
     return best * 1e3
+
+
+def window_arguments(doc: str, windows: str) -> argparse.Namespace:
+    """The DiT examples' command line, `doc`'s first line its description: CHECKPOINT [--rounds N] [--repeats N]
+    [--windows ROWSxFRAMES,...] (`windows` the default), the windows parsed into (rows, frames) pairs."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("checkpoint")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--windows", default=windows,
+                        help="comma-separated ROWSxFRAMES (frames: a multiple of the DiT's 2 frames per code)")
+    args = parser.parse_args()
+    args.windows = [tuple(int(n) for n in window.split("x")) for window in args.windows.split(",")]
+    return args

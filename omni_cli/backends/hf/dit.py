@@ -393,6 +393,7 @@ class DiTCompile:
 
     @staticmethod
     def modulation(dit: Any, steps: TimeModulation | None, time: torch.Tensor) -> tuple:
+        """The time modulation a compiled evaluation reads: one row, which every row of the window broadcasts."""
         return steps.one_row(time) if steps is not None else time_modulation(dit, time, 1)
 
     @staticmethod

@@ -2,6 +2,8 @@
 
     python examples/memory_soak.py                 # 100,000 utterances (over an hour on 2 cores: ~40 ms each)
     python examples/memory_soak.py --utterances 2000 --every 500
+    python examples/memory_soak.py --card qwen2_5_omni --model-path ./tiny-omni \
+        --set components.vocoder.params.dit_compile=true --utterances 2000 --every 250
 
 Prints the process's resident memory every `--every` utterances; flat is the goal (before issue 12
 the engine kept each finished request, about 75 KB apiece).
@@ -17,6 +19,7 @@ import time
 from omni_cli.api import load
 from omni_cli.engine import Engine
 from omni_cli.spec import SpeakRequest
+from omni_cli.spec.overrides import parse_override
 
 
 def rss_mib() -> float:
@@ -29,8 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--utterances", type=int, default=100_000)
     parser.add_argument("--every", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--card", default="qwen2_5_omni_toy")
+    parser.add_argument("--model-path", help="checkpoint directory (hf cards)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="one of the card's values, as `omni speak --set` takes it (repeatable)")
     args = parser.parse_args(argv)
-    engine = Engine(load("qwen2_5_omni_toy"))
+    overrides = dict(parse_override(text) for text in args.overrides)
+    engine = Engine(load(args.card, None, {"model_path": args.model_path} if args.model_path else None, overrides))
     start, samples = time.perf_counter(), 0
     print("utterances  rss_mib  seconds")
     for i in range(1, args.utterances + 1):

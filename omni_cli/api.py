@@ -9,9 +9,11 @@ from .engine import Engine
 from .program import CompiledProgram, compile_program, load_checked
 
 
-def load(card: str = DEFAULT_CARD, program: str | None = None, settings: dict[str, Any] | None = None) -> CompiledProgram:
-    """Compile a card (name or path) with a program (name or path; default: the card's)."""
-    card_spec, program_spec = load_checked(card, program)
+def load(card: str = DEFAULT_CARD, program: str | None = None, settings: dict[str, Any] | None = None,
+         overrides: dict[str, Any] | None = None) -> CompiledProgram:
+    """Compile a card (name or path) with a program (name or path; default: the card's). `overrides`: card
+    values by dotted key, as `--set` gives them (`{"components.vocoder.params.dit_compile": True}`)."""
+    card_spec, program_spec = load_checked(card, program, overrides)
     return compile_program(card_spec, program_spec, settings)
 
 

@@ -47,9 +47,10 @@ def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_cha
     return results
 
 
-def process_timings(card: str, repeats: int = 3, model_path: str | None = None) -> dict[str, float]:
+def process_timings(card: str, repeats: int = 3, model_path: str | None = None,
+                    overrides: list[str] | None = None) -> dict[str, float]:
     """Best-of-`repeats` wall seconds of `omni --help` and of `omni speak` (start to file closed), on
-    `model_path` when given (an hf card has no checkpoint of its own)."""
+    `model_path` when given (an hf card has no checkpoint of its own), with `overrides` as `--set` gave them."""
     import os
     import subprocess
     import sys
@@ -70,6 +71,7 @@ def process_timings(card: str, repeats: int = 3, model_path: str | None = None) 
             "help_s": best(omni + ["--help"]),
             "speak_s": best(omni + ["speak", "--card", card, "-q", "--force", "-o", out]
                             + ([] if model_path is None else ["--model-path", model_path])
+                            + [arg for pair in overrides or [] for arg in ("--set", pair)]
                             + ["The quick brown fox jumps over the lazy dog."]),
         }
 

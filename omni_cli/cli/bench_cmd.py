@@ -7,6 +7,8 @@ import sys
 
 import typer
 
+from . import options as o
+
 HELP = """Measure time to first audio, latency, throughput and scheduler overhead.
 
 Runs the same workloads through one engine in one process — stream vs barrier hand-offs, a text
@@ -39,6 +41,7 @@ hands them out, after the tick that made them).
 def bench(
     card: str = typer.Option("qwen2_5_omni_toy", "--card", "-c", metavar="NAME|PATH", help="card name or path"),
     model_path: str | None = typer.Option(None, "--model-path", help="checkpoint directory (hf cards)"),
+    set_: o.Set = None,
     requests: int = typer.Option(8, "--requests", min=1, max=10_000, help="utterances per configuration"),
     concurrency: int = typer.Option(8, "--concurrency", min=1, max=1024, help="requests in flight at once"),
     chars: int = typer.Option(60, "--chars", min=1, max=20_000, help="characters of the short text"),
@@ -61,7 +64,8 @@ def bench(
     from ..engine.executors import threads_as_placed
 
     settings = {"model_path": model_path} if model_path else None
-    program = load(card, None, settings)
+    overrides = o.overrides(set_)
+    program = load(card, None, settings, overrides)
     if rollout:
         _render_recording(program, requests, chars, concurrency, as_json)
         return
@@ -88,7 +92,7 @@ def bench(
                                  on_progress=_progress)
     if processes:
         sys.stderr.write("omni: bench: timing `omni --help` and `omni speak` as processes (best of 3)\n")
-    timings = process_timings(card, model_path=model_path) if processes else {}
+    timings = process_timings(card, model_path=model_path, overrides=set_ or []) if processes else {}
     rows = targets(results, ref, timings)
     ref_results = ref[0] if ref else []
     threads = threads_as_placed(program, placement if ref else None)

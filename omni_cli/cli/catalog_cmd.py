@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from . import options as o
 from .errors import USAGE, one_line
 from .report import error_line
 from .term import inert
@@ -73,18 +74,20 @@ def cards_list() -> None:
 
 @cards.command("show")
 def cards_show(name: NameArg, params: bool = typer.Option(
-        False, "--params", help="instead: every key the card may set, its value here, what it accepts and does")) -> None:
+        False, "--params", help="instead: every key the card may set, its value here, what it accepts and does"),
+        set_: o.Set = None) -> None:
     """Show a card: its file, components, loops, voices, defaults and limits.
 
     \b
       omni cards show qwen2_5_omni_toy
       omni cards show ./my_card.yaml
       omni cards show qwen2_5_omni --params
+      omni cards show qwen2_5_omni --params --set loops.vocoder.chunk_codes=48   # as a run with it sees it
     """
     from ..program import load_card_file, resolve
 
     path = resolve("cards", name)
-    card = load_card_file(str(path))
+    card = load_card_file(str(path), o.overrides(set_))
     if params:
         from .card_params import as_param_block, param_rows
 
@@ -137,7 +140,8 @@ def cards_show(name: NameArg, params: bool = typer.Option(
 
 @cards.command("validate")
 def cards_validate(names: Annotated[list[str] | None, typer.Argument(
-        metavar="[NAME|PATH]...", help="Cards to check; default: every shipped card.")] = None) -> None:
+        metavar="[NAME|PATH]...", help="Cards to check; default: every shipped card.")] = None,
+        set_: o.Set = None) -> None:
     """Check cards (and their default program) and print every issue as file:line: key: message.
 
     Exit status 2 if any card has an issue.
@@ -145,10 +149,12 @@ def cards_validate(names: Annotated[list[str] | None, typer.Argument(
     \b
       omni cards validate
       omni cards validate my_card.yaml other.yaml
+      omni cards validate qwen2_5_omni --set components.vocoder.params.dit_compile=true
     """
     from ..program import list_files, load_checked
 
-    _validate("card", names or [str(p) for p in list_files("cards")], load_checked)
+    overrides = o.overrides(set_)
+    _validate("card", names or [str(p) for p in list_files("cards")], lambda name: load_checked(name, None, overrides))
 
 
 def _validate(kind: str, targets: list[str], check) -> None:

@@ -60,6 +60,27 @@ Replicas = Annotated[int, typer.Option(
     help="Whole engines to spread the lines over (each with its own copy of the model and -j utterances): "
          "local processes, or Ray actors with --ray-address or --placement ray. Same files as one engine.")]
 Policy_ = Annotated[Policy, typer.Option("--policy", rich_help_panel=MODEL, help="Scheduling policy.")]
+Set = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE", rich_help_panel=MODEL, show_default=False,
+    help="Change one of the card's values for this command, the file left as it is: KEY as `omni cards show "
+         "NAME --params` lists it, VALUE as YAML (`--set loops.vocoder.chunk_codes=48`). "
+         "Repeatable; checked as the card is.")]
+
+
+def overrides(given: list[str] | None) -> dict[str, object]:
+    """`--set`'s KEY=VALUE pairs by key (the last of a key wins); CliError naming `--set` for a bad one."""
+    from ..spec import SpecError
+    from ..spec.overrides import parse_override
+    from .errors import CliError
+
+    pairs: dict[str, object] = {}
+    for text in given or []:
+        try:
+            key, value = parse_override(text)
+        except SpecError as exc:
+            raise CliError(str(exc.issues[0])) from None
+        pairs[key] = value
+    return pairs
 Seed = Annotated[int, typer.Option("--seed", "-s", min=0, max=2**32 - 1, rich_help_panel=REQUEST,
                                    help="Sampling seed: same seed, same audio.")]
 MaxTokens = Annotated[int | None, typer.Option("--max-tokens", min=1, rich_help_panel=REQUEST,

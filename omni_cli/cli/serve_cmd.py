@@ -30,7 +30,7 @@ says otherwise; with --api-key every route but /health needs the header
 
 def serve(
     card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
-    model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None, set_: o.Set = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind; 0.0.0.0 exposes it to the network.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: a free one).")] = 8000,
     api_key: Annotated[str | None, typer.Option("--api-key", envvar="OMNI_API_KEY", metavar="KEY",
@@ -54,7 +54,7 @@ def serve(
     from .session import ModelOptions, open_engine
 
     engine = open_engine(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,
-                                                                     "device": device}))
+                                                                     "device": device}, overrides=o.overrides(set_)))
     try:
         sock = bind(host, port)
     except OSError as exc:

@@ -20,6 +20,7 @@ class ModelOptions:
     placement: str | None = None  # --placement: KIND or NAME=KIND,… over the card's placement
     ray_address: str | None = None  # --ray-address
     replicas: int = 1  # --replicas: whole engines (1: this process's own)
+    overrides: dict[str, Any] = field(default_factory=dict)  # --set: card values by dotted key
 
 
 def open_engine(options: ModelOptions, on_load=None):
@@ -31,7 +32,8 @@ def open_engine(options: ModelOptions, on_load=None):
     from ..program import compile_program, load_checked
     from ..spec.placement import check_ray_address, override_placement
 
-    card, program = load_checked(options.card, options.program)  # every issue of both, as `omni cards validate`
+    # every issue of both, as `omni cards validate`
+    card, program = load_checked(options.card, options.program, options.overrides)
     given = {k: v for k, v in options.settings.items() if v is not None}
     backends = sorted({c.backend for c in card.components.values()})
     if given and not SETTINGS_BACKENDS.intersection(backends):

@@ -73,7 +73,7 @@ def speak(
     trace: o.Trace = None, force: o.Force = False,
     card: o.Card = DEFAULT_CARD, program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
-    placement: o.Placement = None, ray_address: o.RayAddress = None, replicas: o.Replicas = 1,
+    placement: o.Placement = None, ray_address: o.RayAddress = None, replicas: o.Replicas = 1, set_: o.Set = None,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
     handoff: o.Handoff_ = None, speed: o.Speed = None,
     allow_truncation: Annotated[bool, typer.Option(
@@ -92,9 +92,10 @@ def speak(
     from .outputs import plan_outputs
     from .session import ModelOptions
 
+    overrides = o.overrides(set_)
     plan = plan_outputs(output, out_dir, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
-                         placement, ray_address, replicas)
+                         placement, ray_address, replicas, overrides)
     request = request_template(seed, max_tokens, voice, mode, handoff, speed)
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
                    allow_truncation=allow_truncation, allow_no_audio=allow_no_audio)

@@ -44,7 +44,7 @@ def run(
     trace: o.Trace = None, force: o.Force = False,
     card: o.Card = DEFAULT_CARD, program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
-    placement: o.Placement = None, ray_address: o.RayAddress = None,
+    placement: o.Placement = None, ray_address: o.RayAddress = None, set_: o.Set = None,
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
     handoff: o.Handoff_ = None,
 ) -> None:
@@ -62,10 +62,11 @@ def run(
 
     if output == "-":
         raise typer.BadParameter("stdout carries the timeline; give a file", param_hint="-o")
+    overrides = o.overrides(set_)
     plan = plan_outputs(output, None, None, force, False)
     plan.stdout_free = False  # stdout is the timeline's, not the thinker's text
     model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
-                         placement, ray_address)
+                         placement, ray_address, overrides=overrides)
     request = request_template(seed, max_tokens, voice, mode, handoff)
     recorder = Recorder()
     job = SpeakJob(resolve_text(text), model, request, plan, 1, trace, quiet=True, subscribers=[recorder])

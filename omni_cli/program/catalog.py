@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..spec import (
     CardSpec,
@@ -16,6 +18,7 @@ from ..spec import (
     read_yaml,
 )
 from ..spec.card import PROGRAM_NAME
+from ..spec.overrides import apply_overrides, attributed
 from .checks import check_against_card, check_card_parts
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -55,8 +58,13 @@ def resolve(kind: str, name_or_path: str) -> Path:
     raise SpecError([SpecIssue(name_or_path, None, "", f"unknown {kind[:-1]} (known: {known})")])
 
 
-def load_card_file(name_or_path: str) -> CardSpec:
-    return load_card(read_yaml(resolve("cards", name_or_path)))
+def load_card_file(name_or_path: str, overrides: Mapping[str, Any] | None = None) -> CardSpec:
+    """A valid card (`overrides` as in `load_checked`), or SpecError with every issue."""
+    located = read_yaml(resolve("cards", name_or_path))
+    try:
+        return load_card(apply_overrides(located, (overrides or {}).items()))
+    except SpecError as exc:
+        raise SpecError(attributed(exc.issues, located.file, overrides or {})) from None
 
 
 def load_program_file(name_or_path: str) -> ProgramSpec:
@@ -80,11 +88,15 @@ def card_for(program: str, preferred: str = "qwen2_5_omni_toy") -> str:
     return preferred
 
 
-def load_checked(card: str, program: str | None = None) -> tuple[CardSpec, ProgramSpec]:
+def load_checked(card: str, program: str | None = None,
+                 overrides: Mapping[str, Any] | None = None) -> tuple[CardSpec, ProgramSpec]:
     """A card and a program (names or paths; the program defaults to the card's) with every check that needs
     no weights; SpecError with every issue of both in one pass (issue 18) — what `omni cards validate` prints,
-    and what `omni speak` shows the first of. An unreadable file stops only the checks of that file."""
-    card_spec, card_issues = check_card(read_yaml(resolve("cards", card)))
+    and what `omni speak` shows the first of. An unreadable file stops only the checks of that file.
+
+    `overrides`: card values by dotted key (`--set`, `omni_cli/spec/overrides.py`), set before the checks."""
+    located = read_yaml(resolve("cards", card))
+    card_spec, card_issues = check_card(apply_overrides(located, (overrides or {}).items()))
     issues = card_issues.issues
     if card_spec is not None:
         check_card_parts(card_spec, card_issues)
@@ -109,5 +121,5 @@ def load_checked(card: str, program: str | None = None) -> tuple[CardSpec, Progr
                 check_against_card(program_spec, card_spec, program_issues, structure_valid=not program_issues.issues)
             issues = issues + program_issues.issues
     if issues:
-        raise SpecError(issues)
+        raise SpecError(attributed(issues, located.file, overrides or {}))
     return card_spec, program_spec

@@ -47,7 +47,8 @@ class LoopSpec:
     # slack: as many codes as the audio made so far, ahead of real time, pays for at the speed the chunks
     # before it were made (at least first_chunk_codes, at most chunk_codes): a player that starts at the first
     # audio is not kept waiting while the machine is faster than real time, with as few chunks as that allows
-    chunk_growth: Literal["double", "slack"] = "double"
+    chunk_growth: Literal["double", "slack"] = bounded(
+        "double", doc="audio_decode: how chunks after the first grow: double, or by the playback slack")
     first_audio_codes: int = bounded(
         0, min=0, max=4096, doc="audio_decode: the first chunk's audio in two pieces, its first this many codes "
         "as soon as they are vocoded and the rest from the same vocoder window right after; 0 = one piece")

@@ -82,7 +82,7 @@ def cards_show(name: NameArg, params: bool = typer.Option(
       omni cards show qwen2_5_omni_toy
       omni cards show ./my_card.yaml
       omni cards show qwen2_5_omni --params
-      omni cards show qwen2_5_omni --params --set loops.vocoder.chunk_codes=48   # as a run with it sees it
+      omni cards show qwen2_5_omni --params --set loops.vocoder.chunk_codes=48
     """
     from ..program import load_card_file, resolve
 
@@ -149,7 +149,7 @@ def cards_validate(names: Annotated[list[str] | None, typer.Argument(
     \b
       omni cards validate
       omni cards validate my_card.yaml other.yaml
-      omni cards validate qwen2_5_omni --set components.vocoder.params.dit_compile=true
+      omni cards validate qwen2_5_omni --set loops.vocoder.chunk_codes=48
     """
     from ..program import list_files, load_checked
 

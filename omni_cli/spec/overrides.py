@@ -9,13 +9,12 @@ line of the file.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable
 
-import yaml
-
 from .errors import SpecError, SpecIssue
-from .yaml_source import Located
+from .yaml_source import Located, parse_yaml
 
 SOURCE = "--set"
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -28,10 +27,12 @@ def parse_override(text: str) -> tuple[str, object]:
     if not sep or not _KEY.fullmatch(key):
         raise SpecError([SpecIssue(SOURCE, None, "", f"expected KEY=VALUE with a dotted KEY as `omni cards show "
                                                      f"NAME --params` lists it, got {text!r}")])
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or "not a YAML value"
+    if not raw.strip():
+        return key, ""
+    try:  # the card loader's own parser: no aliases or python tags, bounded nesting and size
+        value = parse_yaml(raw, SOURCE).value
+    except SpecError as exc:
+        problem = exc.issues[0].message.removeprefix("YAML syntax error: ")
         raise SpecError([SpecIssue(SOURCE, None, key, f"{raw!r} is not a YAML value: {problem}")]) from None
     return key, value
 
@@ -42,7 +43,7 @@ def apply_overrides(src: Located, overrides: Iterable[tuple[str, object]]) -> Lo
     overrides = list(overrides)
     if not overrides:
         return src
-    value = _copied(src.value)
+    value = copy.deepcopy(src.value)
     issues: list[SpecIssue] = []
     for key, new in overrides:
         if not isinstance(value, dict):
@@ -75,10 +76,3 @@ def attributed(issues: list[SpecIssue], file: str, keys: Iterable[str]) -> list[
     return [SpecIssue(SOURCE, None, i.key, i.message) if i.file == file and i.key and given(i.key) else i
             for i in issues]
 
-
-def _copied(value):
-    if isinstance(value, dict):
-        return {k: _copied(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copied(v) for v in value]
-    return value

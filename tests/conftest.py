@@ -14,8 +14,51 @@ if str(ROOT) not in sys.path:  # the tests run from a checkout, installed or not
 
 from omni_cli.api import load  # noqa: E402
 
+# An xdist worker is given COLUMNS (80) for its own output; omni reads COLUMNS as a terminal's width
+# (cli/fit.py), so the commands the tests run would fit 80 columns where a serial run's pipe gets one line per row
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+
 # The runtime's tests run the toy card: the command line's default is the Piper voice (tests/piper/)
 os.environ.setdefault("OMNI_CARD", "qwen2_5_omni_toy")
+
+
+# pytest-xdist (`-n 2` in pyproject.toml) runs the suite in two worker processes. A worker takes whole files,
+# so a module's fixtures are built once, and the files of a group below share one worker: those that start
+# Ray (one local cluster, not two) and those that load real-width checkpoints (the 3B build once, and the 7B
+# shape's 11 GB never beside another real-width load). xdist's own `--dist loadgroup` does not group under
+# pytest 9 (it renames node ids through an attribute pytest 9 no longer reads), hence this scheduler.
+WORKER_GROUPS = {
+    "ray": ("tests/hf/test_hf_placement.py", "tests/placement/test_placement_bench.py",
+            "tests/placement/test_placement_runs.py", "tests/placement/test_replicas.py"),
+    "real_width": ("tests/hf/test_hf_memory.py", "tests/hf/test_hf_realwidth.py", "tests/hf/test_hf_realwidth_7b.py"),
+}
+GROUP_FIXTURES = {"ray": ("ray_cluster", "executors"), "real_width": ("realwidth_checkpoint", "checkpoint_7b")}
+GROUP_OF_FILE = {path: group for group, paths in WORKER_GROUPS.items() for path in paths}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesAndGroups(LoadScopeScheduling):
+        """A file is a unit of work, a group's files one unit together."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return GROUP_OF_FILE.get(path, path)
+
+    return FilesAndGroups(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A file that uses a group's fixture must be in WORKER_GROUPS (else two Ray clusters, or two
+    real-width loads at once, could start): checked at every collection, serial or not."""
+    for item in items:
+        path = item.path.relative_to(ROOT).as_posix()
+        for group, fixtures in GROUP_FIXTURES.items():
+            if set(getattr(item, "fixturenames", ())) & set(fixtures) and GROUP_OF_FILE.get(path) != group:
+                raise pytest.UsageError(f"{path} uses {group}'s fixtures: add it to WORKER_GROUPS[{group!r}] "
+                                        "in tests/conftest.py")
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ pytest.importorskip("transformers")
 from omni_cli.api import load  # noqa: E402
 from omni_cli.backends.hf.rows import usable_cores  # noqa: E402
 from omni_cli.bench import reference_suite, targets  # noqa: E402
+from omni_cli.cli.bench_cmd import threads_line  # noqa: E402
 
 
 def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_ratios(tiny_checkpoint, monkeypatch):
@@ -106,28 +107,26 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     tensors = checkpoint_tensors(tiny_checkpoint)
     assert re.fullmatch(rf"load: ours [\d.e+]+ s \({tensors} tensors\), generate [\d.e+]+ s \({tensors}\), "
                         r"ratio [\d.]+x", lines[1]) and len(lines[1]) <= 80
-    records = [json.loads(line) for line in subprocess.run(argv + ["--json"], capture_output=True, text=True,
-                                                           env=env, cwd=root, timeout=600).stdout.splitlines()]
     assert lines[2] == "placement: thinker inline, talker inline, vocoder inline (card)"
+    # --placement with --reference, as JSON lines (one bench run for both): where ours runs (the vocoder in two
+    # worker processes here), every target still, and generate given the cores ours uses (one thread in each
+    # of two workers, each splitting its rows over the cores: more threads than cores, so as many as there are)
+    placed = subprocess.run(argv + ["--json", "--placement", "vocoder=process:2"], capture_output=True, text=True,
+                            env=env, cwd=root, timeout=600)
+    assert placed.returncode == 0, placed.stderr
+    records = [json.loads(line) for line in placed.stdout.splitlines()]
     load = records[-3]["load"]
     assert load["ours"]["tensors"] == load["generate"]["tensors"] == tensors and load["ours"]["s"] > 0
-    assert records[-2] == {"threads": {name: {"count": 1, "source": "default"} | ({"rows": cores} if rows and
-                                                                                 name == "vocoder" else {})
-                                       for name in ("thinker", "talker", "vocoder")}, "generate_threads": 1} | (
-        {"generate_wide_threads": cores} if rows else {})
-    assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder inline (card)"}
-    # --placement with --reference: where ours runs (the vocoder in two worker processes here), every target
-    # still, and generate given the cores ours uses (one thread in each of two workers, each splitting its rows
-    # over the cores: more threads than cores, so as many as there are cores)
-    placed = subprocess.run(argv + ["--placement", "vocoder=process:2"], capture_output=True, text=True, env=env,
-                            cwd=root, timeout=600)
-    assert placed.returncode == 0, placed.stderr
-    out = placed.stdout.splitlines()
-    assert out[0] == (f"intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default){rows} in "
-                      f"each of 2 workers; generate {cores}")
-    assert "placement: thinker inline, talker inline, vocoder process x2 (--placement)" in out
-    same = next(line for line in out if "requests whose tokens and codes equal generate's (ours-2)" in line)
-    assert "│ 2 " in same and "yes" in same
+    vocoder = {"count": 1, "source": "default"} | ({"rows": cores} if rows else {}) | {"workers": 2}
+    assert records[-2] == {"threads": {"thinker": {"count": 1, "source": "default"},
+                                       "talker": {"count": 1, "source": "default"}, "vocoder": vocoder},
+                           "generate_threads": cores}
+    assert threads_line(records[-2]["threads"], records[-2]["generate_threads"]) == (
+        f"intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default){rows} in each of 2 "
+        f"workers; generate {cores}")
+    assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder process x2 (--placement)"}
+    same = next(r for r in records if r.get("target") == "requests whose tokens and codes equal generate's (ours-2)")
+    assert same["value"] == 2 and same["met"] is True
     bad = subprocess.run(argv + ["--placement", "vocoder=bogus"], capture_output=True, text=True, env=env,
                          cwd=root, timeout=600)
     assert bad.returncode == 2 and "unknown executor 'bogus'" in bad.stderr and not bad.stdout

@@ -85,7 +85,7 @@ def test_a_card_shows_its_first_piece(tmp_path):
     split = tmp_path / "qwen2_5_omni.yaml"
     split.write_text(shipped.replace("    first_audio_codes: 0\n", "    first_audio_codes: 8\n"), encoding="utf-8")
     for card, says in ((split, "chunk_codes 24 doubling to 96, first audio after 8"),
-                       ("qwen2_5_omni", "chunk_codes 24 doubling to 96, the first 2 as one beside other requests\n")):
+                       ("qwen2_5_omni", "chunk_codes 24 doubling to 96, the first 112 codes as one chunk beside other requests\n")):
         shown = CliRunner().invoke(app, ["cards", "show", str(card)], env={"COLUMNS": "200"})
         assert shown.exit_code == 0, shown.output
         assert says in shown.output, shown.output
@@ -112,16 +112,21 @@ def test_requests_beside_each_other_keep_their_first_chunk_whole(monkeypatch):
     assert alone.samples.size and calls[before:before + 2] == [(0, 3, 8), (3, 8, None)]
 
 
-def _shared_program(shared_first_chunks: int):
+def _shared_program(shared_first_chunks: int, shared_first_codes: int = 0):
     program = load("qwen2_5_omni_toy")
     card = program.card
-    loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, shared_first_chunks=shared_first_chunks)
+    loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, shared_first_chunks=shared_first_chunks,
+                        shared_first_codes=shared_first_codes)
              if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
     return compile_program(card.replaced(loops=loops), program.program)
 
 
 @pytest.mark.parametrize("merged, first, after", [(1, (0, 8), [(8, 24), (24, 56)]), (2, (0, 24), [(24, 56), (56, 88)]),
-                                                  (3, (0, 56), [(56, 88), (88, 120)])])
+                                                  (3, (0, 56), [(56, 88), (88, 120)]),
+                                                  # shared_first_codes 40: it ends inside the schedule's third
+                                                  # chunk (24, 56), so the fourth (32 codes) comes next
+                                                  ((1, 40), (0, 40), [(40, 72), (72, 104)]),
+                                                  ((1, 12), (0, 12), [(12, 44), (44, 76)])])  # ends in (8, 24)
 def test_beside_other_requests_the_first_chunk_covers_the_schedule_s_first_chunks(monkeypatch, merged, first, after):
     calls = []
     run = NumpyVocoder.run
@@ -131,7 +136,7 @@ def test_beside_other_requests_the_first_chunk_covers_the_schedule_s_first_chunk
         return run(self, kind, inputs)
 
     monkeypatch.setattr(NumpyVocoder, "run", recorded)
-    engine = Engine(_shared_program(merged))
+    engine = Engine(_shared_program(*merged) if isinstance(merged, tuple) else _shared_program(merged))
     text = "two requests at once, each long enough for a few chunks of codes, and then a good many words more"
     handles = [engine.submit(SpeakRequest(text, seed=s), collect=True) for s in (1, 2)]
     together = [h.result().samples for h in handles]
@@ -164,3 +169,26 @@ def test_a_card_shows_its_shared_first_chunks(tmp_path):
         load_card(parse_yaml(TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    shared_first_chunks: 0\n"),
                              "toy.yaml"))
     assert caught.value.issues[0].key == "loops.vocoder.shared_first_chunks"
+
+
+def test_a_shared_first_chunk_in_codes_is_shown_and_checked(tmp_path):
+    from typer.testing import CliRunner
+
+    from omni_cli.cli.app import app
+
+    written = TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    first_chunk_codes: 5\n    shared_first_codes: 12\n")
+    card = tmp_path / "toy.yaml"
+    card.write_text(written, encoding="utf-8")
+    shown = CliRunner().invoke(app, ["cards", "show", str(card)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "chunk_codes 5 doubling to 10, the first 12 codes as one chunk beside other requests" in shown.output
+    for loop_lines, message in [
+        ("    first_chunk_codes: 5\n    shared_first_codes: 5\n", "must be above the first chunk's 5 codes"),
+        ("    shared_first_codes: 8\n", "must be above the first chunk's 10 codes"),
+        ("    first_chunk_codes: 5\n    shared_first_chunks: 2\n    shared_first_codes: 12\n",
+         "set shared_first_codes or shared_first_chunks, not both"),
+    ]:
+        with pytest.raises(SpecError) as caught:
+            load_card(parse_yaml(TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n" + loop_lines), "toy.yaml"))
+        [issue] = caught.value.issues
+        assert issue.key == "loops.vocoder.shared_first_codes" and message in issue.message, issue

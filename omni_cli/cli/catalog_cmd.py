@@ -131,7 +131,9 @@ def cards_show(name: NameArg, params: bool = typer.Option(
             extra = f", chunk_codes {loop.chunk_codes}"
         if loop.kind == "audio_decode" and loop.first_audio_codes:
             extra += f", first audio after {loop.first_audio_codes}"
-        if loop.kind == "audio_decode" and loop.shared_first_chunks > 1 and loop.chunk_codes:
+        if loop.kind == "audio_decode" and loop.shared_first_codes and loop.chunk_codes:
+            extra += f", the first {loop.shared_first_codes} codes as one chunk beside other requests"
+        elif loop.kind == "audio_decode" and loop.shared_first_chunks > 1 and loop.chunk_codes:
             extra += f", the first {loop.shared_first_chunks} as one beside other requests"
         echo(f"  {lname}: {loop.kind} over {loop.component}, {units} units, prompt {loop.prompt_slot}{extra}")
     echo(f"limits: text {card.limits.max_text_chars} chars, memory {card.limits.memory_budget_mib} MiB; "

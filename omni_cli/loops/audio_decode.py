@@ -58,7 +58,7 @@ class AudioState(LoopState):
     ready_items: int = 0
     waiting: Wait | None = None
     split_first: bool = False  # first_audio_codes: this request's first chunk goes out in two pieces
-    merged_first: int = 1  # shared_first_chunks: the schedule's chunks this request's first chunk covered
+    merged_first: int = 1  # shared_first_chunks/codes: the schedule's chunks this request's first chunk reached into
 
 
 @register_loop_kind
@@ -96,7 +96,8 @@ class AudioDecodeLoop(Loop):
         resident = self.component.state_bytes(codes)
         if self.chunk_codes == 0:  # one chunk: the whole utterance, from its start
             return Footprint(resident, self.component.step_bytes(codes or 1, start=0, is_final=True)), NO_BOUND
-        return Footprint(resident, self.component.step_bytes(self.chunk_codes)), NO_BOUND
+        # the largest chunk: chunk_codes, or a shared first chunk beyond it
+        return Footprint(resident, self.component.step_bytes(max(self.chunk_codes, self.spec.shared_first()[0]))), NO_BOUND
 
     def next(self, state: AudioState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
@@ -171,18 +172,19 @@ class AudioDecodeLoop(Loop):
         window made; the chunks after them are sized as if the first had been one. Alone is where first audio
         waits on the vocoder's own call; beside other requests, the vocoder's calls are shared and a second
         BigVGAN call for each first chunk costs throughput (5% at concurrency 8 in `omni bench --reference`).
-        With shared_first_chunks, a request beside others gets the schedule's first chunks as one: the shared
-        calls come later, and a first chunk's audio must last until the next is made."""
-        split, merged = self.spec.first_audio_codes, self.spec.shared_first_chunks
+        With shared_first_chunks, a request beside others gets the schedule's first chunks as one (with
+        shared_first_codes, a first chunk of that many codes, and then the schedule's next chunk after the one
+        it ends in): the shared calls come later, and a first chunk's audio must last until the next is made."""
+        split, (shared, merged) = self.spec.first_audio_codes, self.spec.shared_first()
         if (split or merged > 1) and state.step == 0:
             alone = not any(other is not state and other.status is not LoopStatus.FINISHED
                             for other in list(self._states.values()))
             state.split_first = bool(split) and alone
-            state.merged_first = merged if not alone and self.chunk_codes else 1
+            state.merged_first = merged if not alone else 1
             if state.split_first:
                 return split, self.spec.chunk_size(0)
             if state.merged_first > 1:
-                return sum(self.spec.chunk_size(i) for i in range(merged)), 0
+                return shared, 0
         if state.split_first and state.step == 1:
             return self.spec.chunk_size(0) - split, 0
         return (self._chunk_size(state) if self._slack else self.spec.chunk_size(self._index(state))), 0

@@ -56,6 +56,10 @@ class LoopSpec:
         1, min=1, max=12, doc="audio_decode: beside other requests, a request's first chunk is this many of the "
         "schedule's first chunks as one (1 = the schedule as it is): shared vocoder calls make each chunk later "
         "than for a request alone, and a short first chunk's audio runs out before the next comes")
+    shared_first_codes: int = bounded(
+        0, min=0, max=4096, doc="audio_decode: beside other requests, a request's first chunk is this many codes "
+        "(0 = shared_first_chunks of the schedule's chunks); the chunk after it is the schedule's next after the "
+        "one it ends in. Sets the shared first chunk apart from the schedule a request alone gets")
 
     def chunk_size(self, index: int) -> int:
         """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk
@@ -65,6 +69,19 @@ class LoopSpec:
         if not self.first_chunk_codes or index >= 12:  # 2**12 * 1 code covers the 4096-code maximum
             return self.chunk_codes
         return min(self.chunk_codes, self.first_chunk_codes << index)
+
+    def shared_first(self) -> tuple[int, int]:
+        """Beside other requests, the first chunk: its codes, and how many of the schedule's chunks it reaches
+        into (1: it is the schedule's own first chunk, nothing shared)."""
+        if not self.chunk_codes:
+            return 0, 1
+        if not self.shared_first_codes:
+            count = self.shared_first_chunks
+            return sum(self.chunk_size(i) for i in range(count)), count
+        count, start = 0, 0
+        while start < self.shared_first_codes:  # each chunk of the schedule that starts inside it
+            start, count = start + self.chunk_size(count), count + 1
+        return self.shared_first_codes, count
 
 
 @dataclass
@@ -188,6 +205,13 @@ def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
             why = (f"must be below the first chunk's {first} codes (first_chunk_codes, else chunk_codes)" if first else
                    "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
             issues.add(src.line(f"{key}.first_audio_codes"), f"{key}.first_audio_codes", why)
+        if loop.shared_first_codes:  # (with chunk_codes 0, one chunk: nothing is shared, as shared_first_chunks)
+            first = loop.first_chunk_codes or loop.chunk_codes
+            why = ("set shared_first_codes or shared_first_chunks, not both" if loop.shared_first_chunks > 1 else
+                   f"must be above the first chunk's {first} codes (first_chunk_codes, else chunk_codes)"
+                   if loop.shared_first_codes <= first else None)
+            if why:
+                issues.add(src.line(f"{key}.shared_first_codes"), f"{key}.shared_first_codes", why)
         if loop.chunk_growth == "slack" and not (loop.first_chunk_codes and loop.chunk_codes):
             issues.add(src.line(f"{key}.chunk_growth"), f"{key}.chunk_growth",
                        "slack needs first_chunk_codes and chunk_codes above 0 (the smallest and largest chunk)")

@@ -25,6 +25,7 @@ def greedy_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max
     loops["talker_decode"]["max_tokens"] = talker_max
     loops["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
     loops["vocoder"]["chunk_codes"] = chunk_codes
+    loops["vocoder"].pop("shared_first_codes", None)
     for key, value in (("first_chunk_codes", first_chunk_codes), ("first_audio_codes", first_audio_codes),
                        ("shared_first_chunks", shared_first_chunks)):
         loops["vocoder"].pop(key, None)

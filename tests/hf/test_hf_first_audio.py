@@ -130,7 +130,7 @@ def test_the_chunk_cadence_example_times_each_chunk_against_the_audio_before_it(
     """examples/hf_chunk_cadence.py, the README's reading of stalls beside RTF, on short utterances: a row per
     chunk, each gap over the audio before it, and the margins of the rows agree with the stall max printed.
     One request at a time, so the card's schedule from its smallest first chunk (beside another request the
-    first chunk is 72 codes, most of an 80-code utterance: shared_first_chunks, tests/test_first_audio.py)."""
+    first chunk is 112 codes, the whole of an 80-code utterance: shared_first_codes, tests/test_first_audio.py)."""
     stdout = run_example("hf_chunk_cadence.py", tiny_checkpoint, "--concurrency", 1, "--codes", 80, "--rounds", 1)
     lines = stdout.splitlines()
     stall = float(lines[1].split("stall max ")[1].split()[0])

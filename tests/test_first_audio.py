@@ -154,17 +154,22 @@ def test_beside_other_requests_the_first_chunk_covers_the_schedule_s_first_chunk
     np.testing.assert_allclose(together[0], alone, rtol=0, atol=1e-6)
 
 
-def test_a_card_shows_its_shared_first_chunks(tmp_path):
+def _shown(tmp_path, loop_lines: str) -> str:
+    """`omni cards show` of the toy card with `loop_lines` added to its vocoder loop."""
     from typer.testing import CliRunner
 
     from omni_cli.cli.app import app
 
-    written = TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    first_chunk_codes: 5\n    shared_first_chunks: 2\n")
     card = tmp_path / "toy.yaml"
-    card.write_text(written, encoding="utf-8")
+    card.write_text(TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n" + loop_lines), encoding="utf-8")
     shown = CliRunner().invoke(app, ["cards", "show", str(card)], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
-    assert "chunk_codes 5 doubling to 10, the first 2 as one beside other requests" in shown.output
+    return shown.output
+
+
+def test_a_card_shows_its_shared_first_chunks(tmp_path):
+    shown = _shown(tmp_path, "    first_chunk_codes: 5\n    shared_first_chunks: 2\n")
+    assert "chunk_codes 5 doubling to 10, the first 2 as one beside other requests" in shown
     with pytest.raises(SpecError) as caught:
         load_card(parse_yaml(TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    shared_first_chunks: 0\n"),
                              "toy.yaml"))
@@ -172,16 +177,8 @@ def test_a_card_shows_its_shared_first_chunks(tmp_path):
 
 
 def test_a_shared_first_chunk_in_codes_is_shown_and_checked(tmp_path):
-    from typer.testing import CliRunner
-
-    from omni_cli.cli.app import app
-
-    written = TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    first_chunk_codes: 5\n    shared_first_codes: 12\n")
-    card = tmp_path / "toy.yaml"
-    card.write_text(written, encoding="utf-8")
-    shown = CliRunner().invoke(app, ["cards", "show", str(card)], env={"COLUMNS": "200"})
-    assert shown.exit_code == 0, shown.output
-    assert "chunk_codes 5 doubling to 10, the first 12 codes as one chunk beside other requests" in shown.output
+    shown = _shown(tmp_path, "    first_chunk_codes: 5\n    shared_first_codes: 12\n")
+    assert "chunk_codes 5 doubling to 10, the first 12 codes as one chunk beside other requests" in shown
     for loop_lines, message in [
         ("    first_chunk_codes: 5\n    shared_first_codes: 5\n", "must be above the first chunk's 5 codes"),
         ("    shared_first_codes: 8\n", "must be above the first chunk's 10 codes"),

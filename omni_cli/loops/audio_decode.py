@@ -80,6 +80,8 @@ class AudioDecodeLoop(Loop):
         # codes of context a chunk's window reads besides its own (a cost per chunk, whatever its size)
         self.context_codes = int(getattr(component, "context_codes", component.lookahead_codes))
         self._slack = spec.chunk_growth == "slack"  # else the sizes are the card's alone (no call per tick)
+        # beside other requests: the first chunk's codes and the schedule's chunks it reaches into (1: none shared)
+        self._shared_codes, self._shared_count = spec.shared_first()
         # this loop's requests (a state leaves when it is dropped): whether a first chunk is alone
         self._states: weakref.WeakValueDictionary[int, AudioState] = weakref.WeakValueDictionary()
 
@@ -97,7 +99,7 @@ class AudioDecodeLoop(Loop):
         if self.chunk_codes == 0:  # one chunk: the whole utterance, from its start
             return Footprint(resident, self.component.step_bytes(codes or 1, start=0, is_final=True)), NO_BOUND
         # the largest chunk: chunk_codes, or a shared first chunk beyond it
-        return Footprint(resident, self.component.step_bytes(max(self.chunk_codes, self.spec.shared_first()[0]))), NO_BOUND
+        return Footprint(resident, self.component.step_bytes(max(self.chunk_codes, self._shared_codes))), NO_BOUND
 
     def next(self, state: AudioState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
@@ -175,7 +177,7 @@ class AudioDecodeLoop(Loop):
         With shared_first_chunks, a request beside others gets the schedule's first chunks as one (with
         shared_first_codes, a first chunk of that many codes, and then the schedule's next chunk after the one
         it ends in): the shared calls come later, and a first chunk's audio must last until the next is made."""
-        split, (shared, merged) = self.spec.first_audio_codes, self.spec.shared_first()
+        split, merged = self.spec.first_audio_codes, self._shared_count
         if (split or merged > 1) and state.step == 0:
             alone = not any(other is not state and other.status is not LoopStatus.FINISHED
                             for other in list(self._states.values()))
@@ -184,7 +186,7 @@ class AudioDecodeLoop(Loop):
             if state.split_first:
                 return split, self.spec.chunk_size(0)
             if state.merged_first > 1:
-                return shared, 0
+                return self._shared_codes, 0
         if state.split_first and state.step == 1:
             return self.spec.chunk_size(0) - split, 0
         return (self._chunk_size(state) if self._slack else self.spec.chunk_size(self._index(state))), 0

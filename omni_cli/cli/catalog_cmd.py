@@ -135,6 +135,8 @@ def cards_show(name: NameArg, params: bool = typer.Option(
             extra += f", the first {loop.shared_first_codes} codes as one chunk beside other requests"
         elif loop.kind == "audio_decode" and loop.shared_first_chunks > 1 and loop.chunk_codes:
             extra += f", the first {loop.shared_first_chunks} as one beside other requests"
+        if loop.kind == "audio_decode" and loop.largest_when_slow and loop.chunk_codes:
+            extra += f", {loop.chunk_codes} after a chunk slower than its audio"
         echo(f"  {lname}: {loop.kind} over {loop.component}, {units} units, prompt {loop.prompt_slot}{extra}")
     echo(f"limits: text {card.limits.max_text_chars} chars, memory {card.limits.memory_budget_mib} MiB; "
          f"batching: max {card.batching.max_batch}")

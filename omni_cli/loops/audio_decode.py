@@ -58,6 +58,7 @@ class AudioState(LoopState):
     ready_items: int = 0
     waiting: Wait | None = None
     split_first: bool = False  # first_audio_codes: this request's first chunk goes out in two pieces
+    behind: bool = False  # largest_when_slow: this request's last chunk took longer to make than its audio lasts
     merged_first: int = 1  # shared_first_chunks/codes: the schedule's chunks this request's first chunk reached into
 
 
@@ -80,6 +81,7 @@ class AudioDecodeLoop(Loop):
         # codes of context a chunk's window reads besides its own (a cost per chunk, whatever its size)
         self.context_codes = int(getattr(component, "context_codes", component.lookahead_codes))
         self._slack = spec.chunk_growth == "slack"  # else the sizes are the card's alone (no call per tick)
+        self._timed = self._slack or spec.largest_when_slow  # each chunk's time from its plan to its audio
         # beside other requests: the first chunk's codes and the schedule's chunks it reaches into (1: none shared)
         self._shared_codes, self._shared_count = spec.shared_first()
         # this loop's requests (a state leaves when it is dropped): whether a first chunk is alone
@@ -135,7 +137,7 @@ class AudioDecodeLoop(Loop):
                     state.waiting = wait
                 return wait
         state.status, state.ready_items = LoopStatus.RUNNING, 0
-        if self.spec.chunk_growth == "slack":
+        if self._timed and not (state.split_first and state.step == 1):  # (a split first chunk: from its window)
             state.planned_at = self.clock()
         inputs = VocoderChunkInput(state.vocoder_state, codes, start, end, is_final,
                                    window_end if window_end > end else None)
@@ -151,7 +153,11 @@ class AudioDecodeLoop(Loop):
             state.recorder.audio_chunk(inputs.start, inputs.end, int(output.samples.shape[0]), output.noise_span)
         state.out.put(AudioPiece(state.step, output.samples))
         state.num_samples += int(output.samples.shape[0])
-        if self.spec.chunk_growth == "slack" and state.planned_at is not None:
+        if self.spec.largest_when_slow and state.planned_at is not None and not (state.split_first and state.step == 0):
+            # (a split first chunk is judged once both pieces are out: its window made both)
+            made = state.num_samples if state.split_first and state.step == 1 else int(output.samples.shape[0])
+            state.behind = self.clock() - state.planned_at > made / self.component.sample_rate
+        if self._slack and state.planned_at is not None:
             now = self.clock()
             if state.first_audio_at is None and state.num_samples:
                 state.first_audio_at = now
@@ -189,6 +195,8 @@ class AudioDecodeLoop(Loop):
                 return self._shared_codes, 0
         if state.split_first and state.step == 1:
             return self.spec.chunk_size(0) - split, 0
+        if state.behind:  # largest_when_slow: a player waits for the next chunk whatever its size
+            return self.chunk_codes, 0
         return (self._chunk_size(state) if self._slack else self.spec.chunk_size(self._index(state))), 0
 
     def _index(self, state: AudioState) -> int:

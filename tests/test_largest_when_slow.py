@@ -1,0 +1,98 @@
+"""audio_decode's `largest_when_slow` (issue 19, latency far slower than real time): once a request's chunk
+took longer to make than its audio lasts, its next chunk is chunk_codes long."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from omni_cli.api import load
+from omni_cli.backends.toy.vocoder import NumpyVocoder
+from omni_cli.engine import Engine
+from omni_cli.program import compile_program
+from omni_cli.spec.request import SpeakRequest
+
+TEXT = "a sentence long enough for a few chunks of codes, and then some more words after it, and more"
+
+
+def _program(largest_when_slow: bool, first_audio_codes: int = 0):
+    program = load("qwen2_5_omni_toy")
+    card = program.card
+    loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, largest_when_slow=largest_when_slow,
+                        first_audio_codes=first_audio_codes)
+             if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
+    return compile_program(card.replaced(loops=loops), program.program)
+
+
+def _speak(monkeypatch, program, seconds_per_call: float) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Speak TEXT on a clock that moves only while the vocoder runs, `seconds_per_call` per call; return the
+    audio and the chunks the vocoder was asked for."""
+    calls: list[tuple[int, int]] = []
+    now = [0.0]
+    run = NumpyVocoder.run
+
+    def timed(self, kind, inputs):
+        calls.extend((i.start, i.end) for i in inputs)
+        now[0] += seconds_per_call
+        return run(self, kind, inputs)
+
+    monkeypatch.setattr(NumpyVocoder, "run", timed)
+    program.loops["vocoder"].clock = lambda: now[0]
+    result = Engine(program).submit(SpeakRequest(TEXT, seed=5), collect=True).result()
+    return result.samples, calls
+
+
+def test_a_chunk_slower_than_its_audio_makes_the_next_one_the_largest(monkeypatch):
+    program = _program(True)
+    loop = program.loops["vocoder"]
+    code_s = loop.component.samples_per_code / loop.component.sample_rate
+    slow, chunks = _speak(monkeypatch, program, seconds_per_call=1000 * code_s)  # every chunk far behind
+    assert chunks[0] == (0, 8)  # the first chunk is the card's: nothing is known before it
+    assert len(chunks) >= 3 and all(end - start == 32 for start, end in chunks[1:-1]), chunks
+    assert chunks[1] == (8, 40) and 0 < chunks[-1][1] - chunks[-1][0] <= 32
+    fast, schedule = _speak(monkeypatch, _program(True), seconds_per_call=0.0)  # every chunk ahead
+    assert schedule[:3] == [(0, 8), (8, 24), (24, 56)], schedule
+    # the toy vocoder makes the same samples for any chunking: the rule moved no audio
+    assert slow.size > 0 and slow.shape == fast.shape
+    np.testing.assert_allclose(slow, fast, rtol=0, atol=1e-6)
+
+
+def test_off_by_default_the_schedule_holds_however_slow(monkeypatch):
+    program = _program(False)
+    loop = program.loops["vocoder"]
+    assert not type(loop.spec)(kind="audio_decode", component="v", prompt_slot="s").largest_when_slow
+    code_s = loop.component.samples_per_code / loop.component.sample_rate
+    _, chunks = _speak(monkeypatch, program, seconds_per_call=1000 * code_s)
+    assert chunks[:3] == [(0, 8), (8, 24), (24, 56)], chunks
+
+
+@pytest.mark.parametrize("behind", [False, True])
+def test_a_split_first_chunk_is_judged_over_its_window_and_both_pieces(monkeypatch, behind):
+    """A first chunk in two pieces: the time from its window's plan to the second piece's audio (both
+    vocoder calls) against both pieces' audio."""
+    program = _program(True, first_audio_codes=3)
+    loop = program.loops["vocoder"]
+    code_s = loop.component.samples_per_code / loop.component.sample_rate
+    # 8 codes of audio from two calls: behind when a call is longer than 4 codes' audio. (At 3 the second
+    # call alone would not be behind its 5 codes, at 5 it would not be behind the 8 either)
+    per_call = (5 if behind else 3) * code_s
+    _, chunks = _speak(monkeypatch, program, seconds_per_call=per_call)
+    assert chunks[:2] == [(0, 3), (3, 8)]
+    assert chunks[2] == ((8, 40) if behind else (8, 24)), chunks
+
+
+def test_a_card_shows_it_and_takes_it_from_set(tmp_path):
+    from typer.testing import CliRunner
+
+    from omni_cli.cli.app import app
+
+    runner = CliRunner()
+    on = runner.invoke(app, ["cards", "show", "qwen2_5_omni_toy", "--set", "loops.vocoder.largest_when_slow=true"],
+                       env={"COLUMNS": "200"})
+    assert on.exit_code == 0 and "10 after a chunk slower than its audio" in on.output, on.output
+    off = runner.invoke(app, ["cards", "show", "qwen2_5_omni_toy"], env={"COLUMNS": "200"})
+    assert off.exit_code == 0 and "slower than its audio" not in off.output
+    bad = runner.invoke(app, ["cards", "validate", "qwen2_5_omni_toy", "--set", "loops.vocoder.largest_when_slow=3"])
+    assert bad.exit_code == 2 and "largest_when_slow" in bad.output and "Traceback" not in bad.output, bad.output

@@ -113,8 +113,12 @@ def sample_meta(program: CompiledProgram, request: SpeakRequest, prompt_index: i
                          suppressed_ids=list(s.suppressed),
                          eos_ids=sorted(set(s.suppressed_and_eos) - set(s.suppressed)))
         elif isinstance(loop, AudioDecodeLoop):
-            entry.update(chunk_codes=loop.spec.chunk_codes, first_chunk_codes=loop.spec.first_chunk_codes,
-                         first_audio_codes=loop.spec.first_audio_codes, noise_seed=request.seed)
+            # what sized the chunks (the behaviour columns say what they were: some rules read the clock)
+            spec = loop.spec
+            entry.update(chunk_codes=spec.chunk_codes, first_chunk_codes=spec.first_chunk_codes,
+                         chunk_growth=spec.chunk_growth, first_audio_codes=spec.first_audio_codes,
+                         shared_first_chunks=spec.shared_first_chunks, shared_first_codes=spec.shared_first_codes,
+                         largest_when_slow=spec.largest_when_slow, noise_seed=request.seed)
         loops[loop_id] = entry
     backends = {c.backend for c in card.components.values()}
     return {

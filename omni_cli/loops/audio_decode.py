@@ -46,9 +46,10 @@ class AudioState(LoopState):
     next_code: int = 0  # first code of the next chunk
     num_samples: int = 0
     stop_reason: str | None = None  # "end": every code was decoded
-    # chunk_growth slack: when the chunk in flight was planned, when the first and the latest audio came, and
-    # the seconds per code (its context included) from the audio before the last chunk to the last chunk's:
-    # the talker making its codes and the vocoder decoding them, as this request saw it
+    # chunk_growth slack (planned_at also for largest_when_slow): when the chunk in flight was planned, when the
+    # first and the latest audio came, and the seconds per code (its context included) from the audio before
+    # the last chunk to the last chunk's: the talker making its codes and the vocoder decoding them, as this
+    # request saw it
     planned_at: float | None = None
     first_audio_at: float | None = None
     last_audio_at: float | None = None
@@ -155,8 +156,8 @@ class AudioDecodeLoop(Loop):
         state.num_samples += int(output.samples.shape[0])
         if self.spec.largest_when_slow and state.planned_at is not None and not (state.split_first and state.step == 0):
             # (a split first chunk is judged once both pieces are out: its window made both)
-            made = state.num_samples if state.split_first and state.step == 1 else int(output.samples.shape[0])
-            state.behind = self.clock() - state.planned_at > made / self.component.sample_rate
+            samples = state.num_samples if state.split_first and state.step == 1 else int(output.samples.shape[0])
+            state.behind = self.clock() - state.planned_at > samples / self.component.sample_rate
         if self._slack and state.planned_at is not None:
             now = self.clock()
             if state.first_audio_at is None and state.num_samples:

@@ -18,7 +18,7 @@ import time
 
 from omni_cli.api import load
 from omni_cli.engine import Engine
-from omni_cli.spec import SpeakRequest
+from omni_cli.spec import SpeakRequest, SpecError
 from omni_cli.spec.overrides import parse_override
 
 
@@ -37,8 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="one of the card's values, as `omni speak --set` takes it (repeatable)")
     args = parser.parse_args(argv)
-    overrides = dict(parse_override(text) for text in args.overrides)
-    engine = Engine(load(args.card, None, {"model_path": args.model_path} if args.model_path else None, overrides))
+    try:  # a bad --set or card is one line, as the CLI gives it (exit 2)
+        overrides = dict(parse_override(text) for text in args.overrides)
+        engine = Engine(load(args.card, None, {"model_path": args.model_path} if args.model_path else None, overrides))
+    except SpecError as exc:
+        parser.error(exc.one_line())
     start, samples = time.perf_counter(), 0
     print("utterances  rss_mib  seconds")
     for i in range(1, args.utterances + 1):

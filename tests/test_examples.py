@@ -81,3 +81,17 @@ def test_first_chunk_gaps_walks_each_position_from_submit_to_the_first_audio():
     assert rows[0].split()[1] == "submit" and rows[-1].split("->")[1].split()[:2] == ["first", "audio"]
     assert rows[-2].split("->")[1].split()[0] == "vocoder#0"  # the path ends at the first vocoder chunk
     assert total.startswith("sum of the medians: ")
+
+
+def test_memory_soak_prints_its_rows_and_refuses_a_bad_set_in_one_line():
+    script = [sys.executable, str(EXAMPLES / "memory_soak.py")]
+    done = subprocess.run([*script, "--utterances", "20", "--every", "10"], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["utterances", "rss_mib", "seconds"] and [r.split()[0] for r in rows] == ["10", "20"]
+    for bad, says in (("loops.vocoder.chunk_codes=abc", "expected integer"), ("nope", "expected KEY=VALUE")):
+        refused = subprocess.run([*script, "--utterances", "2", "--set", bad], capture_output=True, text=True,
+                                 env=ENV, timeout=120)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+        assert says in refused.stderr.splitlines()[-1] and "Traceback" not in refused.stderr, refused.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -51,6 +52,8 @@ class GenerateReference:
 
         extra = {} if forced is None else {"thinker_logits_processor": _forcing(forced, len(input_ids))}
         self.model.talker.generate = spy
+        flags = logging.getLogger("transformers.generation.configuration_utils")
+        flags.addFilter(_greedy_talker_flags)
         try:
             torch.manual_seed(seed)  # token2wav draws its noise from the global generator
             start = time.perf_counter()
@@ -62,9 +65,22 @@ class GenerateReference:
             latency = time.perf_counter() - start
         finally:
             del self.model.talker.generate
+            flags.removeFilter(_greedy_talker_flags)
         talker = captured["talker"][0, len(input_ids) + 2:].tolist()
         samples = wave.reshape(-1).float().cpu().numpy()
         return ReferenceRun(sequences[0, len(input_ids):].tolist(), talker, samples, latency)
+
+
+class _GreedyTalkerFlags(logging.Filter):
+    """generate(talker_do_sample=False) still hands the talker its default temperature, top_k and top_p, and
+    transformers warns that they "may be ignored": greedy decoding ignores them, as this reference means it
+    to. That one warning is dropped; any other still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "generation flags are not valid and may be ignored" not in record.getMessage()
+
+
+_greedy_talker_flags = _GreedyTalkerFlags()
 
 
 def load_reference(model_path: str, dtype: object = None, device: object = "cpu", on_load: LoadReporter = no_report):

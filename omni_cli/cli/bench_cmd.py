@@ -150,7 +150,9 @@ def threads_line(threads: dict[str, dict], generate_threads: int | None, generat
 def _progress(label: str, index: int, total: int, what: str) -> None:
     """One line on stderr as each configuration starts (issue 18: 30 s, or minutes with --reference, of
     silence): the tables stay alone on stdout."""
-    sys.stderr.write(f"omni: bench {index}/{total}: {label} ({what})\n")
+    from .fit import labelled_line, terminal_width
+
+    sys.stderr.write(labelled_line(f"omni: bench {index}/{total}: {label} ({what})", terminal_width(sys.stderr)) + "\n")
     sys.stderr.flush()
 
 

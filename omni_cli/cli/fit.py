@@ -12,9 +12,10 @@ GAP = "  "
 MIN_LAST = 24  # narrower than this, a wrapped last column reads worse than a block per row
 
 
-def terminal_width() -> int | None:
-    """The width to fit: the terminal's (COLUMNS first), or None for a pipe or file (one line per row)."""
-    if "COLUMNS" in os.environ or sys.stdout.isatty():
+def terminal_width(stream=None) -> int | None:
+    """The width to fit on `stream` (stdout by default): the terminal's (COLUMNS first), or None for a pipe or
+    file (one line per row)."""
+    if "COLUMNS" in os.environ or (sys.stdout if stream is None else stream).isatty():
         return max(shutil.get_terminal_size().columns, 20)
     return None
 

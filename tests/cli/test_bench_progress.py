@@ -52,3 +52,16 @@ def test_the_tables_fit_an_80_column_terminal_with_every_name_and_figure_whole(t
 def test_a_pipe_gets_one_workloads_table(tmp_path):
     out = _bench_tables(tmp_path, None)
     assert "workloads (1 of" not in out and "overhead µs/WU" in out and "│ concurrency-2 " in out
+
+
+def test_the_progress_lines_fit_a_narrow_terminal_and_stay_whole_into_a_pipe(tmp_path):
+    env = proc_env(tmp_path) | {"COLUMNS": "50"}
+    done = subprocess.run([sys.executable, "-m", "omni_cli.cli", "bench", "--requests", "2", "--concurrency", "2",
+                           "--chars", "8", "--no-processes", "--json"], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert max(len(line) for line in lines) <= 50 and len(lines) > 5, done.stderr
+    assert all(line.startswith(("omni: bench ", "      ")) for line in lines), done.stderr  # under "bench"
+    assert " ".join(" ".join(lines).split()).startswith(
+        "omni: bench 1/5: stream (2 utterances of 8 characters, concurrency 1) omni: bench 2/5:")

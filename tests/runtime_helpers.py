@@ -1,6 +1,9 @@
-"""Run requests alone or together through fresh engines (imported by the runtime tests)."""
+"""Run requests alone or together through fresh engines, and the toy card with other chunk settings (imported
+by the runtime tests)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from omni_cli.engine import Engine
 
@@ -16,3 +19,14 @@ def run_together(program, requests, **engine_options):
     for _ in engine.events():
         pass
     return engine, [h.result() for h in handles]
+
+
+def toy_with_vocoder(**loop_fields):
+    """The toy card's program with its audio_decode loop's fields replaced (`first_chunk_codes=8`, ...)."""
+    from omni_cli.api import load
+    from omni_cli.program import compile_program
+
+    program = load("qwen2_5_omni_toy")
+    card = program.card
+    loops = {n: replace(loop, **loop_fields) if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
+    return compile_program(card.replaced(loops=loops), program.program)

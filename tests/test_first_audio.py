@@ -3,16 +3,14 @@ whose first goes out after `first_audio_codes` codes; the chunks after them as i
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from runtime_helpers import toy_with_vocoder
 
-from omni_cli.api import load
 from omni_cli.backends.toy.vocoder import NumpyVocoder
 from omni_cli.engine import Engine
-from omni_cli.program import compile_program
 from omni_cli.spec import SpecError, load_card, parse_yaml
 from omni_cli.spec.request import SpeakRequest
 
@@ -34,12 +32,7 @@ def test_the_first_piece_must_be_shorter_than_the_first_chunk(written, why):
 
 
 def _program(first_audio_codes: int):
-    program = load("qwen2_5_omni_toy")
-    card = program.card
-    loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, first_audio_codes=first_audio_codes)
-             if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
-    changed = card.replaced(loops=loops)
-    return compile_program(changed, program.program)
+    return toy_with_vocoder(first_chunk_codes=8, chunk_codes=32, first_audio_codes=first_audio_codes)
 
 
 def _speak(first_audio_codes: int, monkeypatch) -> tuple[np.ndarray, list[tuple]]:
@@ -114,12 +107,8 @@ def test_requests_beside_each_other_keep_their_first_chunk_whole(monkeypatch):
 
 
 def _shared_program(shared_first_chunks: int, shared_first_codes: int = 0):
-    program = load("qwen2_5_omni_toy")
-    card = program.card
-    loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, shared_first_chunks=shared_first_chunks,
-                        shared_first_codes=shared_first_codes)
-             if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
-    return compile_program(card.replaced(loops=loops), program.program)
+    return toy_with_vocoder(first_chunk_codes=8, chunk_codes=32, shared_first_chunks=shared_first_chunks,
+                            shared_first_codes=shared_first_codes)
 
 
 @pytest.mark.parametrize("merged, first, after", [(1, (0, 8), [(8, 24), (24, 56)]), (2, (0, 24), [(24, 56), (56, 88)]),

@@ -3,27 +3,20 @@ took longer to make than its audio lasts, its next chunk is chunk_codes long."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
+from runtime_helpers import toy_with_vocoder
 
-from omni_cli.api import load
 from omni_cli.backends.toy.vocoder import NumpyVocoder
 from omni_cli.engine import Engine
-from omni_cli.program import compile_program
 from omni_cli.spec.request import SpeakRequest
 
 TEXT = "a sentence long enough for a few chunks of codes, and then some more words after it, and more"
 
 
 def _program(largest_when_slow: bool, first_audio_codes: int = 0):
-    program = load("qwen2_5_omni_toy")
-    card = program.card
-    loops = {n: replace(loop, first_chunk_codes=8, chunk_codes=32, largest_when_slow=largest_when_slow,
-                        first_audio_codes=first_audio_codes)
-             if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
-    return compile_program(card.replaced(loops=loops), program.program)
+    return toy_with_vocoder(first_chunk_codes=8, chunk_codes=32, largest_when_slow=largest_when_slow,
+                            first_audio_codes=first_audio_codes)
 
 
 def _speak(monkeypatch, program, seconds_per_call: float) -> tuple[np.ndarray, list[tuple[int, int]]]:

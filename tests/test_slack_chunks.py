@@ -6,10 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from runtime_helpers import toy_with_vocoder
 
-from omni_cli.api import load
 from omni_cli.loops.audio_decode import AudioState
-from omni_cli.program import compile_program
 from omni_cli.spec import SpecError, load_card, parse_yaml
 
 TOY = (Path(__file__).resolve().parents[1] / "cards" / "qwen2_5_omni_toy.yaml").read_text(encoding="utf-8")
@@ -30,13 +29,8 @@ def test_slack_needs_a_smallest_and_a_largest_chunk():
 
 @pytest.fixture
 def slack_loop():
-    program = load("qwen2_5_omni_toy")
-    card = program.card
-    loops = {n: replace(loop, chunk_growth="slack", first_chunk_codes=4, chunk_codes=64) if loop.kind == "audio_decode"
-             else loop for n, loop in card.loops.items()}
-    changed = card.replaced(loops=loops)
-    return next(loop for loop in compile_program(changed, program.program).loops.values()
-                if loop.kind == "audio_decode")
+    program = toy_with_vocoder(chunk_growth="slack", first_chunk_codes=4, chunk_codes=64)
+    return next(loop for loop in program.loops.values() if loop.kind == "audio_decode")
 
 
 def _state(num_samples: int, first_audio_at: float, per_code_s: float) -> AudioState:

@@ -7,17 +7,24 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Callable
+from typing import TextIO
 
 GAP = "  "
 MIN_LAST = 24  # narrower than this, a wrapped last column reads worse than a block per row
 
 
-def terminal_width(stream=None) -> int | None:
-    """The width to fit on `stream` (stdout by default): the terminal's (COLUMNS first), or None for a pipe or
-    file (one line per row)."""
-    if "COLUMNS" in os.environ or (sys.stdout if stream is None else stream).isatty():
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The width to fit on `stream` (stdout by default): COLUMNS, else the stream's terminal's, or None for a
+    pipe or file (one line per row)."""
+    stream = sys.stdout if stream is None else stream
+    if "COLUMNS" in os.environ:
         return max(shutil.get_terminal_size().columns, 20)
-    return None
+    if not stream.isatty():
+        return None
+    try:  # (shutil asks stdout's terminal, which may be a pipe while this stream is a terminal)
+        return max(os.get_terminal_size(stream.fileno()).columns, 20)
+    except (OSError, ValueError):
+        return max(shutil.get_terminal_size().columns, 20)
 
 
 def as_block(row: tuple[str, ...]) -> list[str]:

@@ -68,15 +68,15 @@ def test_a_split_first_chunk_is_judged_over_its_window_and_both_pieces(monkeypat
     program = _program(True, first_audio_codes=3)
     loop = program.loops["vocoder"]
     code_s = loop.component.samples_per_code / loop.component.sample_rate
-    # 8 codes of audio from two calls: behind when a call is longer than 4 codes' audio. (At 3 the second
-    # call alone would not be behind its 5 codes, at 5 it would not be behind the 8 either)
+    # 8 codes of audio from two calls: behind when a call is longer than 4 codes' audio. (Timed from the second
+    # piece's plan, 5 would not be behind; the second piece's 5 codes alone, 3 would be)
     per_call = (5 if behind else 3) * code_s
     _, chunks = _speak(monkeypatch, program, seconds_per_call=per_call)
     assert chunks[:2] == [(0, 3), (3, 8)]
     assert chunks[2] == ((8, 40) if behind else (8, 24)), chunks
 
 
-def test_a_card_shows_it_and_takes_it_from_set(tmp_path):
+def test_a_card_shows_it_and_takes_it_from_set():
     from typer.testing import CliRunner
 
     from omni_cli.cli.app import app

@@ -150,16 +150,28 @@ class AudioDecodeLoop(Loop):
 
     def advance(self, state: AudioState, plan: WorkPlan, output: VocoderChunkOutput) -> AudioState:
         inputs: VocoderChunkInput = plan.inputs
+        made = int(output.samples.shape[0])
         if state.recorder is not None:  # rollout profile
-            state.recorder.audio_chunk(inputs.start, inputs.end, int(output.samples.shape[0]), output.noise_span)
+            state.recorder.audio_chunk(inputs.start, inputs.end, made, output.noise_span)
         state.out.put(AudioPiece(state.step, output.samples))
-        state.num_samples += int(output.samples.shape[0])
-        if self.spec.largest_when_slow and state.planned_at is not None and not (state.split_first and state.step == 0):
+        state.num_samples += made
+        if self._timed and state.planned_at is not None:
+            self._timed_audio(state, inputs, made)
+        state.next_code = inputs.end
+        state.step += 1
+        if inputs.is_final and inputs.end == len(inputs.codes):
+            self._finish(state, "end")
+        return state
+
+    def _timed_audio(self, state: AudioState, inputs: VocoderChunkInput, made_samples: int) -> None:
+        """A chunk's audio is out, `made_samples` of it: what largest_when_slow and slack sizing learn from its
+        time (one look at the clock for both)."""
+        now = self.clock()
+        if self.spec.largest_when_slow and not (state.split_first and state.step == 0):
             # (a split first chunk is judged once both pieces are out: its window made both)
-            samples = state.num_samples if state.split_first and state.step == 1 else int(output.samples.shape[0])
-            state.behind = self.clock() - state.planned_at > samples / self.component.sample_rate
-        if self._slack and state.planned_at is not None:
-            now = self.clock()
+            samples = state.num_samples if state.split_first and state.step == 1 else made_samples
+            state.behind = now - state.planned_at > samples / self.component.sample_rate
+        if self._slack:
             if state.first_audio_at is None and state.num_samples:
                 state.first_audio_at = now
             if state.last_audio_at is None:  # the first chunk: its own time, over its codes and look-ahead
@@ -168,11 +180,6 @@ class AudioDecodeLoop(Loop):
             else:
                 state.per_code_s = (now - state.last_audio_at) / (inputs.end - inputs.start + self.context_codes)
             state.last_audio_at = now
-        state.next_code = inputs.end
-        state.step += 1
-        if inputs.is_final and inputs.end == len(inputs.codes):
-            self._finish(state, "end")
-        return state
 
     def _planned(self, state: AudioState) -> tuple[int, int]:
         """Codes in the next chunk, and in its vocoder window when that reaches further (else 0). With

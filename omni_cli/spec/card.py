@@ -40,9 +40,9 @@ class LoopSpec:
     max_tokens: int = bounded(256, min=1, max=MAX_TOKENS_LIMIT, doc="ar_decode: most tokens per request")
     sampling: SamplingSpec = field(default_factory=SamplingSpec)
     chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes per chunk, 0 = whole utterance")
-    first_chunk_codes: int = bounded(
-        0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes; "
-        "0 = every chunk is chunk_codes")
+    first_chunk_codes: int | list[int] = bounded(
+        0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes, "
+        "or of the first chunks in order ([12, 16, 24]: then 48, 96, ...); 0 = every chunk is chunk_codes")
     # audio_decode: how chunks after the first grow. double: first_chunk_codes doubling up to chunk_codes.
     # slack: as many codes as the audio made so far, ahead of real time, pays for at the speed the chunks
     # before it were made (at least first_chunk_codes, at most chunk_codes): a player that starts at the first
@@ -66,12 +66,22 @@ class LoopSpec:
 
     def chunk_size(self, index: int) -> int:
         """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk
-        brings the first audio early; each later one, twice the one before up to `chunk_codes`, re-reads
-        less context per code. (Whether a chunk arrives before the audio before it has played depends on
+        brings the first audio early; each later one (after the first chunks, when `first_chunk_codes` lists
+        them), twice the one before up to `chunk_codes`, re-reads less context per code. (Whether a chunk arrives before the audio before it has played depends on
         the machine: `omni bench` reports the longest wait as "stall max".)"""
-        if not self.first_chunk_codes or index >= 12:  # 2**12 * 1 code covers the 4096-code maximum
+        firsts = self.first_chunks
+        if index < len(firsts):
+            return min(self.chunk_codes, firsts[index])
+        doublings = index - len(firsts) + 1
+        if not firsts or doublings >= 12:  # 2**12 * 1 code covers the 4096-code maximum
             return self.chunk_codes
-        return min(self.chunk_codes, self.first_chunk_codes << index)
+        return min(self.chunk_codes, firsts[-1] << doublings)
+
+    @property
+    def first_chunks(self) -> tuple[int, ...]:
+        """first_chunk_codes as the chunks it names (none for 0): one number is the first chunk alone."""
+        firsts = self.first_chunk_codes
+        return tuple(firsts) if isinstance(firsts, list) else (firsts,) if firsts else ()
 
     def shared_first(self) -> tuple[int, int]:
         """Beside other requests, the first chunk: its codes, and how many of the schedule's chunks it reaches
@@ -199,23 +209,27 @@ def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
                        f"slot {loop.prompt_slot!r} is already the prompt slot of loop {slots[loop.prompt_slot]!r}")
             issues.dropped.add(key)
         slots[loop.prompt_slot] = name
-        if loop.first_chunk_codes and loop.first_chunk_codes > loop.chunk_codes:
+        firsts = loop.first_chunks
+        if isinstance(loop.first_chunk_codes, list) and (not firsts or min(firsts) < 1):
+            issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes",
+                       "a list of chunks needs one or more, each at least 1 (0 alone: every chunk is chunk_codes)")
+        elif firsts and max(firsts) > loop.chunk_codes:
             why = (f"must be at most chunk_codes ({loop.chunk_codes})" if loop.chunk_codes else
                    "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
             issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes", why)
-        if loop.first_audio_codes and not 0 < loop.first_audio_codes < (loop.first_chunk_codes or loop.chunk_codes):
-            first = loop.first_chunk_codes or loop.chunk_codes
+        if loop.first_audio_codes and not 0 < loop.first_audio_codes < loop.chunk_size(0):
+            first = loop.chunk_size(0)
             why = (f"must be below the first chunk's {first} codes (first_chunk_codes, else chunk_codes)" if first else
                    "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
             issues.add(src.line(f"{key}.first_audio_codes"), f"{key}.first_audio_codes", why)
         if loop.shared_first_codes:  # (with chunk_codes 0, one chunk: nothing is shared, as shared_first_chunks)
-            first = loop.first_chunk_codes or loop.chunk_codes
+            first = loop.chunk_size(0)
             why = ("set shared_first_codes or shared_first_chunks, not both" if loop.shared_first_chunks > 1 else
                    f"must be above the first chunk's {first} codes (first_chunk_codes, else chunk_codes)"
                    if loop.shared_first_codes <= first else None)
             if why:
                 issues.add(src.line(f"{key}.shared_first_codes"), f"{key}.shared_first_codes", why)
-        if loop.chunk_growth == "slack" and not (loop.first_chunk_codes and loop.chunk_codes):
+        if loop.chunk_growth == "slack" and not (firsts and loop.chunk_codes):
             issues.add(src.line(f"{key}.chunk_growth"), f"{key}.chunk_growth",
                        "slack needs first_chunk_codes and chunk_codes above 0 (the smallest and largest chunk)")
     written = src.value.get("loops")  # a loop left out for its own issue may still name a component

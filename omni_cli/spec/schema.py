@@ -108,6 +108,7 @@ def _convert_value(tp: Any, value: Any, key: str, src: Located, issues: IssueLis
         options = get_args(tp)
         if value is None and type(None) in options:
             return None
+        shaped = None  # the issues of the one option of the value's own shape (a list for a list), if one
         for option in options:
             if option is type(None):
                 continue
@@ -115,7 +116,12 @@ def _convert_value(tp: Any, value: Any, key: str, src: Located, issues: IssueLis
             out = _convert(option, value, key, src, trial, meta)
             if not trial.issues:
                 return out
-        issues.add(line, key, f"expected {_type_name(tp)}, got {_got(value)}")
+            if get_origin(option) in (list, dict) and isinstance(value, get_origin(option)):
+                shaped = trial
+        if shaped is not None:  # say which item is wrong, not only that the whole is
+            issues.extend(shaped.issues)
+        else:
+            issues.add(line, key, f"expected {_type_name(tp)}, got {_got(value)}")
         return _MISSING
     if origin is Literal:
         if value not in get_args(tp) or isinstance(value, bool):

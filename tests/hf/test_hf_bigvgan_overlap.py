@@ -25,7 +25,7 @@ def _streamed(checkpoint, overlap: int, codes: list[int]) -> np.ndarray:
     vocoder = build(None, {"vocoder": {"dit_num_steps": 4, "bigvgan_overlap_frames": overlap}},
                     {"model_path": str(checkpoint)})["vocoder"]
     state, start, pieces = vocoder.new_state("Ethan", seed=9), 0, []
-    for size in (24, 48, 96, len(codes)):  # the shipped card's chunks
+    for size in (24, 48, 96, len(codes)):  # a doubling schedule's chunks (the shipped card's before stop 33)
         end = min(start + size, len(codes))
         pieces.append(vocoder.run(AUDIO_CHUNK, [VocoderChunkInput(state, codes, start, end, end == len(codes))])[0]
                       .samples)

@@ -18,10 +18,10 @@ from test_hf_token2wav import MIN_SNR_DB, random_codes, snr_db  # noqa: E402
 from omni_cli.api import load  # noqa: E402
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput  # noqa: E402
 from omni_cli.backends.hf import build  # noqa: E402
-from omni_cli.spec import SpecError  # noqa: E402
+from omni_cli.spec import SpecError, load_card, parse_yaml  # noqa: E402
 
 CARD = Path(__file__).resolve().parents[2] / "cards" / "qwen2_5_omni.yaml"
-SIZES = (24, 48, 96)  # the shipped card's chunks, then the rest
+SIZES = (24, 48, 96)  # a doubling schedule's chunks (the shipped card's before stop 33), then the rest
 
 
 def _vocoder(checkpoint, seam: str, **params):
@@ -61,6 +61,23 @@ def test_lookahead_chunks_end_at_their_last_code_and_stay_close_to_the_whole_utt
     # the seams read look-ahead mel, which the next window computes again: not the held samples
     assert not np.array_equal(streamed, np.concatenate(held))
     assert snr_db(np.concatenate(held), streamed) > MIN_SNR_DB
+
+
+def test_the_shipped_cards_chunks_stay_close_to_the_whole_utterance(vocoders):
+    """The card's schedule as a request alone gets it (`first_chunk_codes` a list since stop 33: 12, 16, 24,
+    then doubling): each chunk's samples end at its last code, and together they are the whole utterance's
+    to the SNR the other schedules keep."""
+    loop = load_card(parse_yaml(CARD.read_text(encoding="utf-8"), str(CARD))).loops["vocoder"]
+    sizes = [loop.chunk_size(i) for i in range(8)]
+    codes = random_codes(200, seed=4)
+    pieces = _streamed(vocoders["lookahead"], codes, sizes=sizes)
+    expected, start = [], 0
+    while start < 200:
+        expected.append(min(sizes[len(expected)], 200 - start))
+        start += expected[-1]
+    assert [len(p) // 480 for p in pieces] == expected
+    whole = vocoders["lookahead"].synthesize(codes, "Ethan", seed=9)
+    assert snr_db(whole, np.concatenate(pieces)) > MIN_SNR_DB
 
 
 def test_one_chunk_is_the_same_samples_either_way(vocoders):

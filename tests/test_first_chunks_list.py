@@ -84,7 +84,10 @@ def test_cards_show_lists_it_and_set_takes_it():
     runner = CliRunner()
     shown = runner.invoke(app, ["cards", "show", "qwen2_5_omni_toy", "--set", "loops.vocoder.first_chunk_codes=[2, 4]"],
                           env={"COLUMNS": "200"})
-    assert shown.exit_code == 0 and "chunk_codes 2, 4 doubling to 10" in shown.output, shown.output
+    assert shown.exit_code == 0 and "chunk_codes 2, 4, then doubling to 10" in shown.output, shown.output
+    params = runner.invoke(app, ["cards", "show", "qwen2_5_omni_toy", "--params"], env={"COLUMNS": "200"})
+    documented = " ".join(params.output.split()).split("loops.vocoder.first_chunk_codes")[1]
+    assert params.exit_code == 0 and "0 to 4,096, or a list of such" in documented.split("loops.")[0], params.output
     bad = runner.invoke(app, ["cards", "validate", "qwen2_5_omni_toy", "--set", "loops.vocoder.first_chunk_codes=[4, 0]"])
     assert bad.exit_code == 2 and "first_chunk_codes" in bad.output and "Traceback" not in bad.output, bad.output
     one = runner.invoke(app, ["cards", "show", "qwen2_5_omni_toy", "--set", "loops.vocoder.first_chunk_codes=4"],

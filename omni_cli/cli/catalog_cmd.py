@@ -126,7 +126,8 @@ def cards_show(name: NameArg, params: bool = typer.Option(
             extra = ""  # the sentence kinds read neither max_tokens nor chunk_codes
         elif loop.first_chunks:
             growth = "growing by playback slack" if loop.chunk_growth == "slack" else "doubling"
-            extra = f", chunk_codes {', '.join(map(str, loop.first_chunks))} {growth} to {loop.chunk_codes}"
+            firsts = ", ".join(map(str, loop.first_chunks)) + (", then" if len(loop.first_chunks) > 1 else "")
+            extra = f", chunk_codes {firsts} {growth} to {loop.chunk_codes}"
         else:
             extra = f", chunk_codes {loop.chunk_codes}"
         if loop.kind == "audio_decode" and loop.first_audio_codes:

@@ -60,6 +60,8 @@ def field_docs(cls: type) -> list[FieldDoc]:
         if lo is not None or hi is not None:
             accepts = f"{_num(lo)} to {_num(hi)}" if lo is not None and hi is not None else (
                 f"at least {_num(lo)}" if lo is not None else f"at most {_num(hi)}")
+            if any(get_origin(option) is list for option in get_args(hints[f.name])):  # a number or a list of them
+                accepts += ", or a list of such"
         else:
             accepts = _type_name(hints[f.name])
         out.append(FieldDoc(f.name, default, accepts, f.metadata.get("doc", "")))

@@ -1,5 +1,5 @@
 """audio_decode's `largest_when_slow` (issue 19, latency far slower than real time): once a request's chunk
-took longer to make than its audio lasts, its next chunk is chunk_codes long."""
+took over twice as long to make as its audio lasts, its next chunk is chunk_codes long."""
 
 from __future__ import annotations
 
@@ -61,6 +61,17 @@ def test_off_by_default_the_schedule_holds_however_slow(monkeypatch):
     assert chunks[:3] == [(0, 8), (8, 24), (24, 56)], chunks
 
 
+@pytest.mark.parametrize(("codes_per_call", "next_chunk"), [(12, (8, 24)), (17, (8, 40))])
+def test_behind_is_over_twice_the_chunks_audio(monkeypatch, codes_per_call, next_chunk):
+    """The first chunk (8 codes) taking 1.5 times its audio keeps the schedule: on a machine near real time a
+    small chunk's fixed cost does that, and a 32-code chunk next would come later; over twice, the rule acts."""
+    program = _program(True)
+    loop = program.loops["vocoder"]
+    code_s = loop.component.samples_per_code / loop.component.sample_rate
+    _, chunks = _speak(monkeypatch, program, seconds_per_call=codes_per_call * code_s)
+    assert chunks[:2] == [(0, 8), next_chunk], chunks
+
+
 @pytest.mark.parametrize("behind", [False, True])
 def test_a_split_first_chunk_is_judged_over_its_window_and_both_pieces(monkeypatch, behind):
     """A first chunk in two pieces: the time from its window's plan to the second piece's audio (both
@@ -68,9 +79,10 @@ def test_a_split_first_chunk_is_judged_over_its_window_and_both_pieces(monkeypat
     program = _program(True, first_audio_codes=3)
     loop = program.loops["vocoder"]
     code_s = loop.component.samples_per_code / loop.component.sample_rate
-    # 8 codes of audio from two calls: behind when a call is longer than 4 codes' audio. (Timed from the second
-    # piece's plan, 5 would not be behind; the second piece's 5 codes alone, 3 would be)
-    per_call = (5 if behind else 3) * code_s
+    # 8 codes of audio from two calls: behind when the two take over 16 codes' audio, a call over 8. (Timed from
+    # the second piece's plan, 9 would not be behind, 9 < 16; against the second piece's 5 codes alone, 9 < 10
+    # would not be either)
+    per_call = (9 if behind else 7) * code_s
     _, chunks = _speak(monkeypatch, program, seconds_per_call=per_call)
     assert chunks[:2] == [(0, 3), (3, 8)]
     assert chunks[2] == ((8, 40) if behind else (8, 24)), chunks

@@ -59,7 +59,7 @@ class AudioState(LoopState):
     ready_items: int = 0
     waiting: Wait | None = None
     split_first: bool = False  # first_audio_codes: this request's first chunk goes out in two pieces
-    behind: bool = False  # largest_when_slow: this request's last chunk took longer to make than its audio lasts
+    behind: bool = False  # largest_when_slow: this request's last chunk took far longer to make than its audio lasts
     merged_first: int = 1  # shared_first_chunks/codes: the schedule's chunks this request's first chunk reached into
 
 
@@ -74,6 +74,12 @@ class AudioDecodeLoop(Loop):
     component: VocoderModel
 
     SLACK_SHARE = 0.8  # of the audio ahead of real time, what the next chunk may spend (the talker needs some)
+    # largest_when_slow: a chunk is behind when it took more than this many times its audio's length. Not 1: a
+    # small chunk's call is mostly fixed cost (about 0.1 s on the tiny checkpoint), so on a machine near real
+    # time one slow minute makes a 16-code chunk take longer than its 0.32 s, where the next chunk at 96 codes
+    # would come far later than the schedule's (a 0.51 s stall alone in one bench run); at 3B width on a CPU
+    # every chunk takes 7-12 times its audio, and the rule still acts from the first
+    BEHIND_FACTOR = 2.0
     clock = staticmethod(time.perf_counter)
 
     def __init__(self, loop_id: str, spec: LoopSpec, component: VocoderModel, stage: int):
@@ -170,7 +176,7 @@ class AudioDecodeLoop(Loop):
         if self.spec.largest_when_slow and not (state.split_first and state.step == 0):
             # (a split first chunk is judged once both pieces are out: its window made both)
             samples = state.num_samples if state.split_first and state.step == 1 else made_samples
-            state.behind = now - state.planned_at > samples / self.component.sample_rate
+            state.behind = now - state.planned_at > self.BEHIND_FACTOR * samples / self.component.sample_rate
         if self._slack:
             if state.first_audio_at is None and state.num_samples:
                 state.first_audio_at = now

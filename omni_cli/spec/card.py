@@ -61,8 +61,8 @@ class LoopSpec:
         "(0 = shared_first_chunks of the schedule's chunks); the chunk after it is the schedule's next after the "
         "one it ends in. Sets the shared first chunk apart from the schedule a request alone gets")
     largest_when_slow: bool = bounded(
-        False, doc="audio_decode: once a request's chunk took longer to make than its audio lasts, its next chunk "
-        "is chunk_codes long: no size keeps a player fed then, and fewer windows re-read less context")
+        False, doc="audio_decode: once a request's chunk took over twice as long to make as its audio lasts, its "
+        "next chunk is chunk_codes long: no size keeps a player fed then, and fewer windows re-read less context")
 
     def chunk_size(self, index: int) -> int:
         """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk

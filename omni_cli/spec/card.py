@@ -67,8 +67,9 @@ class LoopSpec:
     def chunk_size(self, index: int) -> int:
         """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk
         brings the first audio early; each later one (after the first chunks, when `first_chunk_codes` lists
-        them), twice the one before up to `chunk_codes`, re-reads less context per code. (Whether a chunk arrives before the audio before it has played depends on
-        the machine: `omni bench` reports the longest wait as "stall max".)"""
+        them), twice the one before up to `chunk_codes`, re-reads less context per code. (Whether a chunk
+        arrives before the audio before it has played depends on the machine: `omni bench` reports the
+        longest wait as "stall max".)"""
         firsts = self.first_chunks
         if index < len(firsts):
             return min(self.chunk_codes, firsts[index])

@@ -137,7 +137,8 @@ def test_the_chunk_cadence_example_times_each_chunk_against_the_audio_before_it(
     rows = [line.split() for line in lines[3:]]
     assert [int(row[0]) for row in rows] == list(range(len(rows))) and len(rows) >= 3, stdout
     audio = [float(row[1]) for row in rows]
-    assert audio[:3] == [0.24, 0.32, 0.48] and 1.59 <= sum(audio) <= 1.70, audio  # 12 codes, 16, 24, the rest of 80-odd
+    # 12 codes, 16, 24, the rest of 80-odd
+    assert audio[:3] == [0.24, 0.32, 0.48] and 1.59 <= sum(audio) <= 1.70, audio
     assert rows[0][2:] == ["0.00", "-", "-", "-"]
     for row in rows[1:]:
         gap, ratio = float(row[3]), float(row[5])

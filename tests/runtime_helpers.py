@@ -30,3 +30,27 @@ def toy_with_vocoder(**loop_fields):
     card = program.card
     loops = {n: replace(loop, **loop_fields) if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
     return compile_program(card.replaced(loops=loops), program.program)
+
+
+CHUNKED_TEXT = "a sentence long enough for a few chunks of codes, and then some more words after it, and more"
+
+
+def speak_recording_chunks(monkeypatch, program, seconds_per_call: float = 0.0):
+    """Speak CHUNKED_TEXT through `program` (a toy card's) on a clock that moves only while the vocoder runs,
+    `seconds_per_call` per call; return the audio and the (start, end) of each chunk the vocoder was asked for."""
+    from omni_cli.backends.toy.vocoder import NumpyVocoder
+    from omni_cli.spec.request import SpeakRequest
+
+    calls: list[tuple[int, int]] = []
+    now = [0.0]
+    run = NumpyVocoder.run
+
+    def timed(self, kind, inputs):
+        calls.extend((i.start, i.end) for i in inputs)
+        now[0] += seconds_per_call
+        return run(self, kind, inputs)
+
+    monkeypatch.setattr(NumpyVocoder, "run", timed)
+    program.loops["vocoder"].clock = lambda: now[0]
+    result = Engine(program).submit(SpeakRequest(CHUNKED_TEXT, seed=5), collect=True).result()
+    return result.samples, calls

@@ -7,17 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runtime_helpers import toy_with_vocoder
+from runtime_helpers import speak_recording_chunks, toy_with_vocoder
 from typer.testing import CliRunner
 
-from omni_cli.backends.toy.vocoder import NumpyVocoder
 from omni_cli.cli.app import app
-from omni_cli.engine import Engine
 from omni_cli.spec import SpecError, load_card, parse_yaml
 from omni_cli.spec.card import LoopSpec
-from omni_cli.spec.request import SpeakRequest
-
-TEXT = "a sentence long enough for a few chunks of codes, and then some more words after it, and more"
 
 
 def _spec(first_chunk_codes, chunk_codes: int = 96, **fields) -> LoopSpec:
@@ -37,23 +32,10 @@ def test_a_list_names_the_first_chunks_then_doubles_from_the_last():
     assert _spec([12, 16, 24], shared_first_codes=112).shared_first() == (112, 5)
 
 
-def _chunks(monkeypatch, program) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    calls: list[tuple[int, int]] = []
-    run = NumpyVocoder.run
-
-    def seen(self, kind, inputs):
-        calls.extend((i.start, i.end) for i in inputs)
-        return run(self, kind, inputs)
-
-    monkeypatch.setattr(NumpyVocoder, "run", seen)
-    result = Engine(program).submit(SpeakRequest(TEXT, seed=5), collect=True).result()
-    return result.samples, calls
-
-
 def test_the_loop_makes_the_listed_chunks_and_the_same_audio(monkeypatch):
-    listed, chunks = _chunks(monkeypatch, toy_with_vocoder(first_chunk_codes=[3, 4, 6], chunk_codes=20))
+    listed, chunks = speak_recording_chunks(monkeypatch, toy_with_vocoder(first_chunk_codes=[3, 4, 6], chunk_codes=20))
     assert chunks[:5] == [(0, 3), (3, 7), (7, 13), (13, 25), (25, 45)], chunks
-    doubled, schedule = _chunks(monkeypatch, toy_with_vocoder(first_chunk_codes=6, chunk_codes=20))
+    doubled, schedule = speak_recording_chunks(monkeypatch, toy_with_vocoder(first_chunk_codes=6, chunk_codes=20))
     assert schedule[:3] == [(0, 6), (6, 18), (18, 38)], schedule
     # the toy vocoder makes the same samples for any chunking: the schedule moved no audio
     assert listed.size > 0 and listed.shape == doubled.shape

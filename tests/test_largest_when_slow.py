@@ -5,13 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from runtime_helpers import toy_with_vocoder
-
-from omni_cli.backends.toy.vocoder import NumpyVocoder
-from omni_cli.engine import Engine
-from omni_cli.spec.request import SpeakRequest
-
-TEXT = "a sentence long enough for a few chunks of codes, and then some more words after it, and more"
+from runtime_helpers import speak_recording_chunks, toy_with_vocoder
 
 
 def _program(largest_when_slow: bool, first_audio_codes: int = 0):
@@ -19,33 +13,15 @@ def _program(largest_when_slow: bool, first_audio_codes: int = 0):
                             first_audio_codes=first_audio_codes)
 
 
-def _speak(monkeypatch, program, seconds_per_call: float) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """Speak TEXT on a clock that moves only while the vocoder runs, `seconds_per_call` per call; return the
-    audio and the chunks the vocoder was asked for."""
-    calls: list[tuple[int, int]] = []
-    now = [0.0]
-    run = NumpyVocoder.run
-
-    def timed(self, kind, inputs):
-        calls.extend((i.start, i.end) for i in inputs)
-        now[0] += seconds_per_call
-        return run(self, kind, inputs)
-
-    monkeypatch.setattr(NumpyVocoder, "run", timed)
-    program.loops["vocoder"].clock = lambda: now[0]
-    result = Engine(program).submit(SpeakRequest(TEXT, seed=5), collect=True).result()
-    return result.samples, calls
-
-
 def test_a_chunk_slower_than_its_audio_makes_the_next_one_the_largest(monkeypatch):
     program = _program(True)
     loop = program.loops["vocoder"]
     code_s = loop.component.samples_per_code / loop.component.sample_rate
-    slow, chunks = _speak(monkeypatch, program, seconds_per_call=1000 * code_s)  # every chunk far behind
+    slow, chunks = speak_recording_chunks(monkeypatch, program, seconds_per_call=1000 * code_s)  # every chunk far behind
     assert chunks[0] == (0, 8)  # the first chunk is the card's: nothing is known before it
     assert len(chunks) >= 3 and all(end - start == 32 for start, end in chunks[1:-1]), chunks
     assert chunks[1] == (8, 40) and 0 < chunks[-1][1] - chunks[-1][0] <= 32
-    fast, schedule = _speak(monkeypatch, _program(True), seconds_per_call=0.0)  # every chunk ahead
+    fast, schedule = speak_recording_chunks(monkeypatch, _program(True), seconds_per_call=0.0)  # every chunk ahead
     assert schedule[:3] == [(0, 8), (8, 24), (24, 56)], schedule
     # the toy vocoder makes the same samples for any chunking: the rule moved no audio
     assert slow.size > 0 and slow.shape == fast.shape
@@ -57,7 +33,7 @@ def test_off_by_default_the_schedule_holds_however_slow(monkeypatch):
     loop = program.loops["vocoder"]
     assert not type(loop.spec)(kind="audio_decode", component="v", prompt_slot="s").largest_when_slow
     code_s = loop.component.samples_per_code / loop.component.sample_rate
-    _, chunks = _speak(monkeypatch, program, seconds_per_call=1000 * code_s)
+    _, chunks = speak_recording_chunks(monkeypatch, program, seconds_per_call=1000 * code_s)
     assert chunks[:3] == [(0, 8), (8, 24), (24, 56)], chunks
 
 
@@ -68,7 +44,7 @@ def test_behind_is_over_twice_the_chunks_audio(monkeypatch, codes_per_call, next
     program = _program(True)
     loop = program.loops["vocoder"]
     code_s = loop.component.samples_per_code / loop.component.sample_rate
-    _, chunks = _speak(monkeypatch, program, seconds_per_call=codes_per_call * code_s)
+    _, chunks = speak_recording_chunks(monkeypatch, program, seconds_per_call=codes_per_call * code_s)
     assert chunks[:2] == [(0, 8), next_chunk], chunks
 
 
@@ -83,7 +59,7 @@ def test_a_split_first_chunk_is_judged_over_its_window_and_both_pieces(monkeypat
     # the second piece's plan, 9 would not be behind, 9 < 16; against the second piece's 5 codes alone, 9 < 10
     # would not be either)
     per_call = (9 if behind else 7) * code_s
-    _, chunks = _speak(monkeypatch, program, seconds_per_call=per_call)
+    _, chunks = speak_recording_chunks(monkeypatch, program, seconds_per_call=per_call)
     assert chunks[:2] == [(0, 3), (3, 8)]
     assert chunks[2] == ((8, 40) if behind else (8, 24)), chunks
 

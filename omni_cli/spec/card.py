@@ -210,7 +210,7 @@ def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
                        f"slot {loop.prompt_slot!r} is already the prompt slot of loop {slots[loop.prompt_slot]!r}")
             issues.dropped.add(key)
         slots[loop.prompt_slot] = name
-        firsts = loop.first_chunks
+        firsts, first = loop.first_chunks, loop.chunk_size(0)
         if isinstance(loop.first_chunk_codes, list) and (not firsts or min(firsts) < 1):
             issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes",
                        "a list of chunks needs one or more, each at least 1 (0 alone: every chunk is chunk_codes)")
@@ -218,13 +218,11 @@ def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
             why = (f"must be at most chunk_codes ({loop.chunk_codes})" if loop.chunk_codes else
                    "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
             issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes", why)
-        if loop.first_audio_codes and not 0 < loop.first_audio_codes < loop.chunk_size(0):
-            first = loop.chunk_size(0)
+        if loop.first_audio_codes and not 0 < loop.first_audio_codes < first:
             why = (f"must be below the first chunk's {first} codes (first_chunk_codes, else chunk_codes)" if first else
                    "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
             issues.add(src.line(f"{key}.first_audio_codes"), f"{key}.first_audio_codes", why)
         if loop.shared_first_codes:  # (with chunk_codes 0, one chunk: nothing is shared, as shared_first_chunks)
-            first = loop.chunk_size(0)
             why = ("set shared_first_codes or shared_first_chunks, not both" if loop.shared_first_chunks > 1 else
                    f"must be above the first chunk's {first} codes (first_chunk_codes, else chunk_codes)"
                    if loop.shared_first_codes <= first else None)

@@ -50,7 +50,8 @@ def speak_recording_chunks(monkeypatch, program, seconds_per_call: float = 0.0):
         now[0] += seconds_per_call
         return run(self, kind, inputs)
 
-    monkeypatch.setattr(NumpyVocoder, "run", timed)
     program.loops["vocoder"].clock = lambda: now[0]
-    result = Engine(program).submit(SpeakRequest(CHUNKED_TEXT, seed=5), collect=True).result()
+    with monkeypatch.context() as patched:  # undone after: a second call records only its own chunks
+        patched.setattr(NumpyVocoder, "run", timed)
+        result = Engine(program).submit(SpeakRequest(CHUNKED_TEXT, seed=5), collect=True).result()
     return result.samples, calls

@@ -107,8 +107,12 @@ class AudioDecodeLoop(Loop):
         resident = self.component.state_bytes(codes)
         if self.chunk_codes == 0:  # one chunk: the whole utterance, from its start
             return Footprint(resident, self.component.step_bytes(codes or 1, start=0, is_final=True)), NO_BOUND
-        # the largest chunk: chunk_codes, or a shared first chunk beyond it
-        return Footprint(resident, self.component.step_bytes(max(self.chunk_codes, self._shared_codes))), NO_BOUND
+        # the largest chunk: chunk_codes, or a shared first chunk beyond it; the last chunk also takes a rest
+        # shorter than its look-ahead (next()), which as final codes reads no look-ahead past it
+        largest = max(self.chunk_codes, self._shared_codes)
+        step = max(self.component.step_bytes(largest),
+                   self.component.step_bytes(largest + self.component.lookahead_codes, is_final=True))
+        return Footprint(resident, step), NO_BOUND
 
     def next(self, state: AudioState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
@@ -131,6 +135,13 @@ class AudioDecodeLoop(Loop):
         else:
             size, window = self._planned(state)
             end = min(start + size, n)
+            if state.step and is_final and not window and n - end < self.component.lookahead_codes:
+                # the rest is inside the look-ahead this chunk's window reads anyway: decoded here, not by a
+                # call of its own that would pay a whole window's context for a few codes. Fewer than the
+                # look-ahead: so many codes after a chunk keep it waiting until the codes are final, on every
+                # placement and hand-off alike, so where the chunks end does not depend on timing. Not the
+                # first chunk: first audio waits on its call, and a short utterance would become one chunk.
+                end = n
             # its window's last code, when it reaches past the chunk (the first piece of a split first chunk)
             window_end = min(start + window, n) if window else end
             # a chunk runs once its window is full and its look-ahead has arrived, or the codes are final

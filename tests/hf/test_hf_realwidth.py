@@ -30,7 +30,9 @@ from omni_cli.spec.stream import AudioChunk  # noqa: E402
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 THINKER_MAX, TALKER_MAX = 12, 60
-LONG_ECHO = "hello there, you"  # ~14 codes: several vocoder chunks of 6 (BigVGAN at 1536 channels is slow)
+# ~14 codes: several vocoder chunks of 6 (BigVGAN at 1536 channels is slow), each with 2 codes of look-ahead,
+# so the chunks before the last run before the codes are final (the last takes a rest shorter than that)
+LONG_ECHO = "hello there, you"
 NO_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 
 
@@ -102,7 +104,7 @@ def test_greedy_run_equals_generate(program, realwidth_checkpoint, mode, text):
 
 def test_stream_equals_barrier_over_several_chunks(cards, realwidth_checkpoint):
     chunked = load(str(greedy_card(cards, "chunked", chunk_codes=6, first_chunk_codes=3, thinker_max=40,
-                                     vocoder={"bigvgan_overlap_frames": 8})),
+                                     vocoder={"bigvgan_overlap_frames": 8, "chunk_future_frames": 4})),
                    settings={"model_path": str(realwidth_checkpoint)})
     engine = Engine(chunked)
     handle = engine.submit(SpeakRequest(LONG_ECHO, mode="echo", handoff="stream"), collect=True)

@@ -146,3 +146,17 @@ def test_the_chunk_cadence_example_times_each_chunk_against_the_audio_before_it(
         assert abs(ratio - gap / before) < 0.0051 / before + 0.0051, row
     # the longest wait is at least the worst median margin's
     assert stall >= max(0.0, -min(float(row[4]) for row in rows[1:])) - 0.01, stdout
+
+
+def test_the_vocoder_calls_example_counts_the_last_chunk_taking_the_rest(tiny_checkpoint):
+    """examples/hf_vocoder_calls.py, the README's figures for the last chunk taking the rest: 60 codes on the
+    card's schedule are chunks of 12, 16 and 24 codes and a rest of 8, under the 12-code look-ahead, so the
+    third chunk takes it: three calls, not four."""
+    stdout = run_example("hf_vocoder_calls.py", tiny_checkpoint, "--utterances", 1, "--codes", 60)
+    fields = stdout.splitlines()[1].split()
+    calls, vocoder_s, latency_s = float(fields[3]), float(fields[7]), float(fields[11])
+    assert calls == 3 and 0 < vocoder_s <= latency_s, stdout
+    # one chunk of 12 codes first and then 48: the rest after 12 + 48 is none, two calls
+    stdout = run_example("hf_vocoder_calls.py", tiny_checkpoint, "--utterances", 1, "--codes", 60,
+                         "--set", "loops.vocoder.first_chunk_codes=[12, 48]")
+    assert float(stdout.splitlines()[1].split()[3]) == 2, stdout

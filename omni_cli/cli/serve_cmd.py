@@ -24,7 +24,9 @@ Requests from all clients run interleaved and batched; a client that
 disconnects cancels its request. Past --concurrency running and --max-queue
 waiting, a request gets 429 with Retry-After. Binds 127.0.0.1 unless --host
 says otherwise; with --api-key every route but /health needs the header
-`Authorization: Bearer KEY`.
+`Authorization: Bearer KEY`. Before it listens it makes one utterance
+nobody hears, so the first client's chunks are not the process's first
+(slower) ones; --no-warm-up skips it.
 """
 
 
@@ -39,9 +41,13 @@ def serve(
                                              help="Requests in the engine at once.")] = 8,
     max_queue: Annotated[int, typer.Option("--max-queue", min=0, max=100_000,
                                            help="Requests waiting beyond those; more get 429.")] = 64,
+    warm_up: Annotated[bool, typer.Option("--warm-up/--no-warm-up",
+                                          help="Make one utterance, unheard, before listening: a fresh "
+                                               "process's first chunks of each size are slower.")] = True,
 ) -> None:
     import sys
 
+    from ..engine.scheduler import one_line
     from .errors import CliError
 
     try:
@@ -60,8 +66,14 @@ def serve(
     except OSError as exc:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1) from None
     bound = sock.getsockname()
+    warmed = ""
+    if warm_up:
+        try:
+            warmed = f", warmed up in {engine.warm_up():.1f} s"
+        except Exception as exc:  # noqa: BLE001 - the clients' requests will say what is wrong, one by one
+            warmed = f", warm-up failed: {one_line(exc)}"
     sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{bound[1]} "
-                     f"(concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}); "
-                     "Ctrl-C stops\n")
+                     f"(concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}"
+                     f"{warmed}); Ctrl-C stops\n")
     sys.stderr.flush()
     serve_forever(engine, card, ServeOptions(api_key, concurrency, max_queue), sock)

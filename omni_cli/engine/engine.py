@@ -86,6 +86,22 @@ class Engine:
         for rid in list(self._requests):
             self.cancel(rid)
 
+    def warm_up(self, text: str = "Hello, this warms the engine up.", audio_chunks: int = 2) -> float:
+        """Make one request and drop it, before real ones; returns its seconds. A process's first call at
+        each shape sets that shape up (oneDNN's convolutions: the tiny checkpoint's first 12-code vocoder
+        chunk takes about 170 ms cold, 100 ms after), so a request alone in a fresh process makes its first
+        chunks late and its player waits. `omni serve` pays that here instead, before it listens. Stops
+        after `audio_chunks` chunks of audio (the shapes a request alone meets first) and cancels the rest."""
+        start = time.perf_counter()
+        handle = self.submit(SpeakRequest(text, request_id="warm-up"))
+        heard = 0
+        for event in handle.stream():
+            if isinstance(event, AudioChunk) and event.num_samples:
+                heard += 1
+                if heard == audio_chunks:
+                    handle.cancel()
+        return time.perf_counter() - start
+
     def inspect(self, request_id: str) -> WiredRequest | None:
         """Test and debugging hook: an active request's wiring (loop states, slots); None once it ended."""
         r = self._requests.get(request_id)

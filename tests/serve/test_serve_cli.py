@@ -26,6 +26,7 @@ def test_omni_serve_listens_answers_and_stops_on_sigint():
         line = proc.stderr.readline()
         found = re.search(r"on http://127\.0\.0\.1:(\d+) ", line)
         assert found, line
+        assert re.search(r", warmed up in \d+\.\d s\); Ctrl-C stops$", line), line  # one utterance before it listens
         url = f"http://127.0.0.1:{found.group(1)}"
         deadline = time.monotonic() + 30
         while True:
@@ -66,5 +67,5 @@ def test_serve_help_names_the_routes_and_the_options():
 
     result = CliRunner().invoke(app, ["serve", "--help"], terminal_width=80)
     assert result.exit_code == 0
-    for needle in ("/v1/audio/speech", "/v1/chat/completions", "--api-key", "--max-queue", "--concurrency", "429"):
+    for needle in ("/v1/audio/speech", "/v1/chat/completions", "--api-key", "--max-queue", "--concurrency", "429", "--no-warm-up"):
         assert needle in result.output, needle

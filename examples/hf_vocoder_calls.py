@@ -7,7 +7,8 @@ Runs `--utterances` greedy chat utterances of `--codes` codes each through one e
 up, not counted) and prints the medians over them: vocoder calls (the engine's vocoder WorkUnits), the seconds
 those calls took together, and each utterance's latency. Every vocoder call pays for the context its window
 reads besides its own codes, so the calls a schedule makes are a cost of their own (README, Performance: "The
-last chunk takes the rest"). `--set` changes a card value as `omni speak --set` does, to compare schedules.
+last chunk takes the rest"). Then each call's milliseconds in the process's first utterance (the one that warms
+up: each chunk size's first call sets up its shapes) and in its last. `--set` changes a card value as `omni speak --set` does, to compare schedules.
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ def main() -> None:
     engine = Engine(program)
     calls: list[WorkUnitEvent] = []
     engine.subscribe(lambda e: calls.append(e) if isinstance(e, WorkUnitEvent) and e.loop == "vocoder" else None)
-    counts, seconds, latencies = [], [], []
+    counts, seconds, latencies, each = [], [], [], []
     for index in range(args.utterances + 1):
         calls.clear()
         start = time.perf_counter()
         engine.submit(SpeakRequest("Tell me about the weather in the mountains today, please.", mode="chat",
                                    seed=index)).result()
+        each.append(" ".join(f"{e.dur_s * 1000:.0f}" for e in calls))
         if index:  # the first warms up
             latencies.append(time.perf_counter() - start)
             counts.append(len(calls))
@@ -51,6 +53,7 @@ def main() -> None:
     print(f"{args.utterances} utterances of {args.codes} codes, one at a time")
     print(f"vocoder calls p50 {statistics.median(counts):g}  vocoder s p50 {statistics.median(seconds):.3f}  "
           f"latency s p50 {statistics.median(latencies):.3f}")
+    print(f"each call, ms: the process's first utterance {each[0]}; its last {each[-1]}")
 
 
 if __name__ == "__main__":

@@ -108,8 +108,8 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     tiny talker would otherwise stop at whatever length its weights happen to give.
     `placement`: where ours runs, "card" (the card's placement) or `--placement`'s KIND or NAME=KIND,...
     Each side first makes one utterance untimed, as a served engine does before it listens (`omni serve`):
-    a process's first chunks of each length cost more (oneDNN sets up each convolution's shapes, about 70 ms
-    on the first 12-code chunk of the tiny checkpoint), which is start-up, not streaming.
+    a process's first chunks of each length cost more (oneDNN sets up each convolution's shapes, 35-75 ms
+    more on the tiny checkpoint's first 16-code chunk), which is start-up, not streaming.
     """
     import numpy as np
 

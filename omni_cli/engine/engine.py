@@ -88,8 +88,8 @@ class Engine:
 
     def warm_up(self, text: str = "Hello, this warms the engine up.", audio_chunks: int = 2) -> float:
         """Make one request and drop it, before real ones; returns its seconds. A process's first call at
-        each shape sets that shape up (oneDNN's convolutions: the tiny checkpoint's first 12-code vocoder
-        chunk takes about 170 ms cold, 100 ms after), so a request alone in a fresh process makes its first
+        each shape sets that shape up (oneDNN's convolutions: the tiny checkpoint's first 16-code vocoder
+        chunk takes 190-205 ms, later ones 130-170 ms), so a request alone in a fresh process makes its first
         chunks late and its player waits. `omni serve` pays that here instead, before it listens. Stops
         after `audio_chunks` chunks of audio (the shapes a request alone meets first) and cancels the rest."""
         start = time.perf_counter()

@@ -156,6 +156,8 @@ def test_the_vocoder_calls_example_counts_the_last_chunk_taking_the_rest(tiny_ch
     fields = stdout.splitlines()[1].split()
     calls, vocoder_s, latency_s = float(fields[3]), float(fields[7]), float(fields[11])
     assert calls == 3 and 0 < vocoder_s <= latency_s, stdout
+    first, last = stdout.splitlines()[2].split("first utterance ")[1].split("; its last ")
+    assert len(first.split()) == len(last.split()) == 3, stdout  # each of the three calls, cold and warm
     # one chunk of 12 codes first and then 48: the rest after 12 + 48 is none, two calls
     stdout = run_example("hf_vocoder_calls.py", tiny_checkpoint, "--utterances", 1, "--codes", 60,
                          "--set", "loops.vocoder.first_chunk_codes=[12, 48]")

@@ -95,11 +95,14 @@ class Engine:
         start = time.perf_counter()
         handle = self.submit(SpeakRequest(text, request_id="warm-up"))
         heard = 0
-        for event in handle.stream():
-            if isinstance(event, AudioChunk) and event.num_samples:
-                heard += 1
-                if heard == audio_chunks:
-                    handle.cancel()
+        try:
+            for event in handle.stream():
+                if isinstance(event, AudioChunk) and event.num_samples:
+                    heard += 1
+                    if heard == audio_chunks:
+                        handle.cancel()
+        finally:  # raised or interrupted: it must not stay behind, holding its budget, among real requests
+            handle.cancel()
         return time.perf_counter() - start
 
     def inspect(self, request_id: str) -> WiredRequest | None:

@@ -21,12 +21,13 @@ def run_together(program, requests, **engine_options):
     return engine, [h.result() for h in handles]
 
 
-def toy_with_vocoder(**loop_fields):
-    """The toy card's program with its audio_decode loop's fields replaced (`first_chunk_codes=8`, ...)."""
+def toy_with_vocoder(overrides: dict | None = None, **loop_fields):
+    """The toy card's program with its audio_decode loop's fields replaced (`first_chunk_codes=8`, ...), after
+    `overrides` (card values by dotted key, as `--set` gives them)."""
     from omni_cli.api import load
     from omni_cli.program import compile_program
 
-    program = load("qwen2_5_omni_toy")
+    program = load("qwen2_5_omni_toy", overrides=overrides)
     card = program.card
     loops = {n: replace(loop, **loop_fields) if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
     return compile_program(card.replaced(loops=loops), program.program)

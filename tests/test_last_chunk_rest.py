@@ -4,21 +4,13 @@ twice: 200 codes on the tiny checkpoint ended in a 4-code chunk that took 0.11-0
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
-from runtime_helpers import speak_recording_chunks
-
-from omni_cli.api import load
-from omni_cli.program import compile_program
+from runtime_helpers import speak_recording_chunks, toy_with_vocoder
 
 
 def toy(lookahead: int, **loop_fields):
     """The toy card with its vocoder's look-ahead and its audio_decode loop's fields set."""
-    program = load("qwen2_5_omni_toy", overrides={"components.vocoder.params.lookahead_codes": lookahead})
-    card = program.card
-    loops = {n: replace(loop, **loop_fields) if loop.kind == "audio_decode" else loop for n, loop in card.loops.items()}
-    return compile_program(card.replaced(loops=loops), program.program)
+    return toy_with_vocoder({"components.vocoder.params.lookahead_codes": lookahead}, **loop_fields)
 
 
 def test_a_rest_shorter_than_the_look_ahead_rides_with_the_last_chunk(monkeypatch):

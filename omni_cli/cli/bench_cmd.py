@@ -16,8 +16,9 @@ and one ten times longer, concurrency 1 vs N — and prints each target as a rat
 run. With --reference (an hf card and its --model-path) it instead runs chat-mode utterances of
 --codes codec tokens through our engine (greedy, streaming) and through Hugging Face `generate`
 one request after another on the same checkpoint (each side first makes one utterance untimed, as
-`omni serve` warms up before it listens), checks that both make the same tokens, and prints our figures beside generate's and issue 19's targets beside the ratios of this run, and each
-side's load time: a fresh load of the weights in this process, generate's (from_pretrained and its
+`omni serve` warms up before it listens), checks that both make the same tokens, and prints our
+figures beside generate's and issue 19's targets beside the ratios of this run, and each side's
+load time: a fresh load of the weights in this process, generate's (from_pretrained and its
 tokenizer) first, then ours (the card compiled, weights, tokenizer, voices, an engine made), both
 after the card's own load, so torch is imported and the files are in the OS cache for both (--rounds N:
 N alternated pairs, each side's fastest). On hf cards

@@ -136,10 +136,11 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     if len(workloads) == 1 or wide == threads:
         wide = None
     total = len(workloads) + (2 if wide else 1)
-    run_workload(ours, replace(work, num_requests=1), "warm-up")  # untimed: each shape set up once (above)
     for index, workload in enumerate(workloads, 1):
         label = f"ours-{workload.concurrency}"
         on_progress(label, index, total, f"{_described(workload)}, {talker_codes} codes each")
+        if index == 1:  # untimed: each shape set up once (above), under the first progress line
+            run_workload(ours, replace(work, num_requests=1), "warm-up")
         results.append(run_workload(ours, workload, label, keep_outputs=True))
     thinker, talker = ours.roles["thinker"], ours.roles["talker"]
     card = ours.card

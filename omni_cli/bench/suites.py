@@ -147,6 +147,11 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
     voice = ours.voices()[0]
     generated: dict[str, list] = {}  # label -> generate's runs
+
+    def generate(reference: GenerateReference, request: Any) -> Any:
+        return reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
+                             thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
+
     for index, count in enumerate((threads, wide) if wide else (threads,), len(workloads) + 1):
         # generate runs on our components' own loaded model: the same weights, no second copy kept (its own
         # load was timed above and released)
@@ -155,12 +160,8 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
         on_progress(label, index, total, f"Hugging Face generate, {_described(work)}, one after another"
                     + (f", {count} intra-op thread{'s' if count > 1 else ''}" if wide else ""))
         if count == threads:  # generate's first utterance is untimed too
-            first = work.requests()[0]
-            reference.run(thinker.encode(first.text, "chat").prefill_ids, voice=voice, seed=first.seed,
-                          thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
-        generated[label] = [reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice,
-                                          seed=request.seed, thinker_max=thinker_max, talker_max=talker_max,
-                                          talker_min=talker_codes) for request in work.requests()]
+            generate(reference, work.requests()[0])
+        generated[label] = [generate(reference, request) for request in work.requests()]
     runs = generated["generate"]
     compared: dict[str, Any] = {"requests": len(runs), "generate_threads": threads,
                                 "load": loads}

@@ -135,7 +135,7 @@ class AudioDecodeLoop(Loop):
         else:
             size, window = self._planned(state)
             end = min(start + size, n)
-            if state.step and is_final and not window and n - end < self.component.lookahead_codes:
+            if state.step and is_final and n - end < self.component.lookahead_codes:
                 # the rest is inside the look-ahead this chunk's window reads anyway: decoded here, not by a
                 # call of its own that would pay a whole window's context for a few codes. Fewer than the
                 # look-ahead: so many codes after a chunk keep it waiting until the codes are final, on every

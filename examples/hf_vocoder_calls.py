@@ -26,15 +26,17 @@ def main() -> None:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
 
-    import yaml
-
     from omni_cli.api import load
     from omni_cli.bench import greedy_variant
     from omni_cli.engine import Engine, WorkUnitEvent
-    from omni_cli.spec import SpeakRequest
+    from omni_cli.spec import SpeakRequest, SpecError
+    from omni_cli.spec.overrides import parse_override
 
-    overrides = {key: yaml.safe_load(value) for key, value in (item.split("=", 1) for item in args.sets)}
-    base = load("qwen2_5_omni", settings={"model_path": args.checkpoint}, overrides=overrides or None)
+    try:  # a bad --set is one line, as the CLI gives it (exit 2)
+        overrides = dict(parse_override(text) for text in args.sets)
+        base = load("qwen2_5_omni", settings={"model_path": args.checkpoint}, overrides=overrides or None)
+    except SpecError as exc:
+        parser.error(exc.one_line())
     program = greedy_variant(base, {"thinker": 12, "talker": args.codes + 1}, talker_min=args.codes)
     engine = Engine(program)
     calls: list[WorkUnitEvent] = []

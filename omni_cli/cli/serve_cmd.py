@@ -68,10 +68,19 @@ def serve(
     bound = sock.getsockname()
     warmed = ""
     if warm_up:
+        # a terminal sees what the wait is (seconds at 3B width on a CPU); the note, shorter than 80 columns so
+        # that one carriage return takes it back, is overwritten by the line below, and a pipe never gets it:
+        # the first line a script reads is still the address
+        transient = sys.stderr.isatty()
+        if transient:
+            sys.stderr.write("omni serve: warming up (one utterance nobody hears)...")
+            sys.stderr.flush()
         try:
             warmed = f", warmed up in {engine.warm_up():.1f} s"
         except Exception as exc:  # noqa: BLE001 - the clients' requests will say what is wrong, one by one
             warmed = f", warm-up failed: {one_line(exc)}"
+        if transient:
+            sys.stderr.write("\r\033[K")
     sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{bound[1]} "
                      f"(concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}"
                      f"{warmed}); Ctrl-C stops\n")

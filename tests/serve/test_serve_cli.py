@@ -69,3 +69,25 @@ def test_serve_help_names_the_routes_and_the_options():
     assert result.exit_code == 0
     for needle in ("/v1/audio/speech", "/v1/chat/completions", "--api-key", "--max-queue", "--concurrency", "429", "--no-warm-up"):
         assert needle in result.output, needle
+
+
+def test_a_terminal_sees_the_warm_up_then_the_address_line_in_its_place():
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--port", "0"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower, env=ENV, cwd=ROOT)
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"Ctrl-C stops" not in seen and time.monotonic() < deadline:
+            seen += os.read(leader, 4096)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+        os.close(leader)
+    note, rest = seen.split(b"\r\x1b[K", 1)  # the note, a carriage return and erase-line, then the address line
+    assert note == b"omni serve: warming up (one utterance nobody hears)..."
+    assert len(note) < 80  # one carriage return takes it back in an 80-column terminal
+    assert re.match(rb"omni serve: \S+ on http://127\.0\.0\.1:\d+ .*warmed up in \d+\.\d s\); Ctrl-C stops", rest), rest

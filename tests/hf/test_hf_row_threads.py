@@ -17,6 +17,25 @@ from hf_cards import run_example  # noqa: E402
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput  # noqa: E402
 from omni_cli.backends.hf import build  # noqa: E402
 from omni_cli.backends.hf.rows import MIN_ROW_FRAMES, RowThreads, choose_row_threads  # noqa: E402
+from omni_cli.backends.hf.token2wav import bigvgan_calls  # noqa: E402
+
+
+def test_bigvgan_calls_keep_each_thread_within_its_frames_in_as_few_even_calls_as_that_takes():
+    assert bigvgan_calls(8, 240, 640, 2) == [(0, 4), (4, 8)]  # 2 rows a thread: 4 a call
+    assert bigvgan_calls(8, 240, 640, 1) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+    assert bigvgan_calls(8, 194, 640, 2) == [(0, 4), (4, 8)]  # 6 a call would leave 2: four and four
+    assert bigvgan_calls(7, 240, 640, 2) == [(0, 3), (3, 7)]
+    assert bigvgan_calls(8, 88, 640, 2) == [(0, 8)]
+    assert bigvgan_calls(3, 700, 640, 2) == [(0, 1), (1, 3)]  # past the cap: still a row a thread
+    assert bigvgan_calls(1, 4000, 640, 2) == [(0, 1)]
+    for rows in range(1, 20):
+        for frames in (24, 88, 194, 240, 400, 700):
+            calls = bigvgan_calls(rows, frames, 640, 2)
+            assert calls[0][0] == 0 and calls[-1][1] == rows and all(b > a for a, b in calls)
+            assert all(calls[i][1] == calls[i + 1][0] for i in range(len(calls) - 1))
+            sizes = [b - a for a, b in calls]
+            assert max(sizes) - min(sizes) <= 1 and max(sizes) <= 2 * max(1, 640 // frames)
+            assert len(calls) == -(-rows // (2 * max(1, 640 // frames)))  # no more calls than the cap needs
 
 
 def test_only_a_batch_with_enough_frames_for_each_thread_splits_and_rows_are_shared_evenly():
@@ -94,13 +113,13 @@ def test_a_batch_of_first_chunks_split_over_two_threads_makes_the_unsplit_batchs
 
     monkeypatch.setattr(RowThreads, "map", recorded)
     split = first_chunks()
-    # the DiT's 8 x 96 frames in two parts; BigVGAN's 88 frames, 7 rows a call (bigvgan_batch_frames: 640): 7
-    # rows in two parts, then the eighth alone
-    assert split_calls == [2, 2, 1]
+    # the DiT's 8 x 96 frames in two parts; BigVGAN's 88 frames, up to 7 rows a thread (bigvgan_batch_frames:
+    # 640 each): one call of all 8, four rows a thread
+    assert split_calls == [2, 2]
     monkeypatch.setattr(vocoder, "rows", RowThreads(1, vocoder.threads.count))
     split_calls.clear()
     whole = first_chunks()
-    assert split_calls == [1, 1, 1]
+    assert split_calls == [1, 1, 1]  # one thread: up to 7 rows a call, so 4 and 4
     for a, b in zip(split, whole, strict=True):
         assert a.shape == b.shape and a.size == 36 * vocoder.samples_per_code
         assert float(np.max(np.abs(a - b))) <= 1e-5  # the card's sample_tolerance for batched windows

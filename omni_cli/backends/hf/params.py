@@ -49,8 +49,9 @@ class VocoderParams(ComponentParams):
         "(BigVGAN's samples over the kept mel), or at the chunk's last kept frame, BigVGAN reading half the "
         "overlap past it from the DiT window's look-ahead mel (each chunk's audio half the overlap sooner)")
     bigvgan_batch_frames: int = bounded(
-        640, min=1, max=1 << 20, doc="most mel frames in one batched BigVGAN call: past a few hundred, a CPU "
-        "batch costs more per request than the requests one by one (omni bench shows it)")
+        640, min=1, max=1 << 20, doc="most mel frames each row thread gets in one batched BigVGAN call (rows shared "
+        "out evenly over as few calls as keep to it): a few rows a thread pay each operation's fixed cost once, "
+        "more outgrow the caches (examples/hf_bigvgan_batch.py)")
     dit_block_attention_from: int = bounded(
         5, min=0, max=4096, doc="DiT windows of at least this many blocks (the DiT's block_size frames each) attend "
         "block by block on a CPU, each block's queries against the blocks its layer's mask keeps: the same values to "

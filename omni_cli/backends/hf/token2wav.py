@@ -40,6 +40,16 @@ from omni_cli.backends.hf.threads import Threads, choose_threads, intra_op_threa
 NOISE_GROWTH_FRAMES = 256  # noise is drawn in blocks; any multiple of 16 floats keeps the stream identical
 
 
+def bigvgan_calls(rows: int, frames: int, thread_frames: int, threads: int) -> list[tuple[int, int]]:
+    """Row ranges [start, stop) of the BigVGAN calls over `rows` mel of `frames` frames each: as few calls as
+    keep each of `threads` row threads within `thread_frames` frames (one row at least), the rows shared out
+    evenly (eight rows that take two calls run as four and four, not seven and one)."""
+    per_call = threads * max(1, thread_frames // frames)
+    calls = -(-rows // per_call)
+    bounds = [rows * i // calls for i in range(calls + 1)]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
 @dataclass
 class _Window:
     """One chunk's DiT input: noise and codes over the window, and which frames of its output to keep; or,
@@ -214,14 +224,12 @@ class HFVocoder:
             groups.setdefault(s.frames, []).append(s.act)
         kept, peak = 0, 0
         for frames, acts in groups.items():
-            per_call = max(1, self.bigvgan_batch_frames // frames)
-            for first in range(0, len(acts), per_call):
-                batch = len(acts[first:first + per_call])
+            for first, stop in bigvgan_calls(len(acts), frames, self.bigvgan_batch_frames, self.rows.count):
                 count = self.threads.count
-                parts = self.rows.parts("bigvgan", batch, frames)  # run at once, each with its weight copy
+                parts = self.rows.parts("bigvgan", stop - first, frames)  # run at once, each with its weight copy
                 kept += sum(self.convs.cache_bytes(b - a, frames, count) for a, b in parts)  # kept after the call
                 reorder = sum(self.convs.reorder_bytes(b - a, frames, count) for a, b in parts)
-                peak = max(peak, kept + reorder + sum(acts[first:first + per_call]))
+                peak = max(peak, kept + reorder + sum(acts[first:stop]))
         return max(sum(s.dit for s in step_bytes), peak)
 
     @with_threads
@@ -276,9 +284,8 @@ class HFVocoder:
             if mel_in is not None and emit_to > emit_from:
                 groups.setdefault(mel_in.shape[2], []).append(i)
         for frames, same_length in groups.items():
-            per_call = max(1, self.bigvgan_batch_frames // frames)
-            for first in range(0, len(same_length), per_call):
-                members = same_length[first:first + per_call]
+            for first, stop in bigvgan_calls(len(same_length), frames, self.bigvgan_batch_frames, self.rows.count):
+                members = same_length[first:stop]
                 batch = plans[members[0]][0] if len(members) == 1 else torch.cat([plans[i][0] for i in members])
                 parts = self.rows.parts("bigvgan", len(members), frames)
                 made = self.rows.map(partial(self._vocode_rows, batch), parts)

@@ -18,6 +18,7 @@ four on the machine that chose 1024).
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 
 def main() -> None:
@@ -56,7 +57,7 @@ def main() -> None:
                 for cap in caps:
                     plan = bigvgan_calls(count, frames, cap, rows.count)
                     most = max(max(b - a for a, b in rows.parts("bigvgan", stop - first, frames)) for first, stop in plan)
-                    cells.append(f"cap {cap:4d}: {best_ms(lambda: batch(mel, cap), args.repeats):6.1f} ms "
+                    cells.append(f"cap {cap:4d}: {best_ms(partial(batch, mel, cap), args.repeats):6.1f} ms "
                                  f"({len(plan)} call{'s' if len(plan) > 1 else ''}, {most} row{'s' if most > 1 else ''} a thread)")
                 print(f"round {round_}  {count} x {frames:3d} frames  " + "  ".join(cells), flush=True)
 

@@ -96,7 +96,7 @@ def greedy_variant(program: CompiledProgram, max_tokens: dict[str, int], talker_
 
 def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_chars: int = 50,
                     concurrency: int = 8, thinker_max: int = 12,
-                    talker_codes: int = 200, load_rounds: int = 1, placement: str = "card",
+                    talker_codes: int = 200, load_rounds: int = 1, placement: str = "card", rounds: int = 1,
                     on_progress: BenchProgress = _no_progress) -> tuple[list[BenchResult], dict[str, Any]]:
     """Ours (chat mode, greedy, streaming) beside Hugging Face `generate` run one request after another.
 
@@ -110,6 +110,10 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     Each side first makes one utterance untimed, as a served engine does before it listens (`omni serve`):
     a process's first chunks of each length cost more (oneDNN sets up each convolution's shapes, 35-75 ms
     more on the tiny checkpoint's first 16-code chunk), which is start-up, not streaming.
+    `rounds`: the whole comparison (ours, then generate) that many times one after another, on the loads
+    above; the first round's results and comparison are returned, and with more than one,
+    `compared["rounds"]` holds every round's (results, comparison) in order, each to be judged on its own
+    (targets.across_rounds).
     """
     import numpy as np
 
@@ -121,7 +125,6 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
         program, {"thinker": thinker_max, "talker": talker_codes + 1}, talker_min=talker_codes, on_load=on_load),
         load_rounds)
     work = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1, mode="chat", placement=placement)
-    results = []
     workloads = (work,) if concurrency == 1 else (work, replace(work, concurrency=concurrency))
     # generate gets the cores ours used (intra-op threads: the widest component's count times its workers, up
     # to the cores there are). A request alone never splits its rows (rows.py), so at concurrency 1 that is
@@ -135,52 +138,63 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
         wide = min(cores, max(t["count"] * t.get("rows", 1) * t.get("workers", 1) for t in placed.values()))
     if len(workloads) == 1 or wide == threads:
         wide = None
-    total = len(workloads) + (2 if wide else 1)
-    for index, workload in enumerate(workloads, 1):
-        label = f"ours-{workload.concurrency}"
-        on_progress(label, index, total, f"{_described(workload)}, {talker_codes} codes each")
-        if index == 1:  # untimed: each shape set up once (above), under the first progress line
-            run_workload(ours, replace(work, num_requests=1), "warm-up")
-        results.append(run_workload(ours, workload, label, keep_outputs=True))
+    per_round = len(workloads) + (2 if wide else 1)
+    total = per_round * rounds
     thinker, talker = ours.roles["thinker"], ours.roles["talker"]
     card = ours.card
     thinker_max, talker_max = card.loop_for_role("thinker").max_tokens, card.loop_for_role("talker").max_tokens
     voice = ours.voices()[0]
-    generated: dict[str, list] = {}  # label -> generate's runs
+    # generate runs on our components' own loaded model: the same weights, no second copy kept (its own load
+    # was timed above and released)
+    references = {count: GenerateReference(model_path, sorted(talker.eos_token_ids), model=thinker.model,
+                                           num_threads=count) for count in ((threads, wide) if wide else (threads,))}
 
     def generate(reference: GenerateReference, request: Any) -> Any:
         return reference.run(thinker.encode(request.text, "chat").prefill_ids, voice=voice, seed=request.seed,
                              thinker_max=thinker_max, talker_max=talker_max, talker_min=talker_codes)
 
-    for index, count in enumerate((threads, wide) if wide else (threads,), len(workloads) + 1):
-        # generate runs on our components' own loaded model: the same weights, no second copy kept (its own
-        # load was timed above and released)
-        reference = GenerateReference(model_path, sorted(talker.eos_token_ids), model=thinker.model, num_threads=count)
-        label = "generate" if count == threads else f"generate, {count} threads"
-        on_progress(label, index, total, f"Hugging Face generate, {_described(work)}, one after another"
-                    + (f", {count} intra-op thread{'s' if count > 1 else ''}" if wide else ""))
-        if count == threads:  # generate's first utterance is untimed too
-            generate(reference, work.requests()[0])
-        generated[label] = [generate(reference, request) for request in work.requests()]
-    runs = generated["generate"]
-    compared: dict[str, Any] = {"requests": len(runs), "generate_threads": threads,
-                                "load": loads}
-    if wide:
-        compared["generate_wide_threads"] = wide
-    for result in results:  # every ours run, the concurrent one (batched decode steps) included
-        same, snr = 0, []
-        for ref, mine in zip(runs, result.outputs, strict=True):
-            tokens = list(mine.tokens.values())
-            same += tokens[0] == ref.thinker_tokens and tokens[1] == ref.talker_tokens
-            n = min(ref.samples.size, mine.samples.size)
-            noise = float(np.sum((ref.samples[:n] - mine.samples[:n]) ** 2))
-            snr.append(float("inf") if noise == 0 else 10 * np.log10(float(np.sum(ref.samples[:n] ** 2)) / noise))
-        compared[result.label] = {"same_tokens": same, "min_snr_db": min(snr) if snr else None}
-        result.outputs = []  # compared; do not keep the waveforms around
-    for label, generate_runs in generated.items():
-        results.append(BenchResult(label, work,
-                                   sum(r.latency_s for r in generate_runs), ttfa_s=[r.latency_s for r in generate_runs],
-                                   latency_s=[r.latency_s for r in generate_runs],
-                                   audio_s=[r.samples.size / 24000 for r in generate_runs],
-                                   max_rss_bytes=max_rss_bytes()))
+    def one_round(round_: int) -> tuple[list[BenchResult], dict[str, Any]]:
+        """Ours, then generate: one round's results and how their outputs compare (the first round makes each
+        side's untimed utterance first)."""
+        first, named = 1 + per_round * (round_ - 1), f", round {round_}" if rounds > 1 else ""
+        results: list[BenchResult] = []
+        for index, workload in enumerate(workloads, first):
+            label = f"ours-{workload.concurrency}"
+            on_progress(label + named, index, total, f"{_described(workload)}, {talker_codes} codes each")
+            if index == 1:  # untimed: each shape set up once (above), under the first progress line
+                run_workload(ours, replace(work, num_requests=1), "warm-up")
+            results.append(run_workload(ours, workload, label, keep_outputs=True))
+        generated: dict[str, list] = {}  # label -> generate's runs
+        for index, (count, reference) in enumerate(references.items(), first + len(workloads)):
+            label = "generate" if count == threads else f"generate, {count} threads"
+            on_progress(label + named, index, total, f"Hugging Face generate, {_described(work)}, one after another"
+                        + (f", {count} intra-op thread{'s' if count > 1 else ''}" if wide else ""))
+            if index == len(workloads) + 1:  # generate's first utterance is untimed too
+                generate(reference, work.requests()[0])
+            generated[label] = [generate(reference, request) for request in work.requests()]
+        return results + [BenchResult(label, work, sum(r.latency_s for r in runs), ttfa_s=[r.latency_s for r in runs],
+                                      latency_s=[r.latency_s for r in runs],
+                                      audio_s=[r.samples.size / 24000 for r in runs], max_rss_bytes=max_rss_bytes())
+                          for label, runs in generated.items()], compare(results, generated["generate"])
+
+    def compare(results: list[BenchResult], runs: list[Any]) -> dict[str, Any]:
+        compared: dict[str, Any] = {"requests": len(runs), "generate_threads": threads, "load": loads}
+        if wide:
+            compared["generate_wide_threads"] = wide
+        for result in results:  # every ours run, the concurrent one (batched decode steps) included
+            same, snr = 0, []
+            for ref, mine in zip(runs, result.outputs, strict=True):
+                tokens = list(mine.tokens.values())
+                same += tokens[0] == ref.thinker_tokens and tokens[1] == ref.talker_tokens
+                n = min(ref.samples.size, mine.samples.size)
+                noise = float(np.sum((ref.samples[:n] - mine.samples[:n]) ** 2))
+                snr.append(float("inf") if noise == 0 else 10 * np.log10(float(np.sum(ref.samples[:n] ** 2)) / noise))
+            compared[result.label] = {"same_tokens": same, "min_snr_db": min(snr) if snr else None}
+            result.outputs = []  # compared; do not keep the waveforms around
+        return compared
+
+    every = [one_round(round_) for round_ in range(1, rounds + 1)]
+    results, compared = every[0]
+    if rounds > 1:
+        compared["rounds"] = every
     return results, compared

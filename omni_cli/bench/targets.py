@@ -98,3 +98,29 @@ def reference_targets(results: list[BenchResult], outputs: dict[str, Any]) -> li
                          outputs[label]["min_snr_db"], "(reported)", None, "{:.0f} dB SNR"))
     # issue 11's engine targets on a real model: the same engine, components that cost what models cost
     return rows + engine_targets(r, "ours-1", [] if many is None else [many])
+
+
+def across_rounds(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per target from several rounds' rows (the same targets in the same order, each judged in its
+    own round): measured is the median round's figure, then the lowest and highest, as each round printed
+    them ("9.8x (8.1x to 10.4x)"; with an even count, the lower of the middle two, so it is a figure some
+    round measured); `met` is True only where every round that judged it met it, with `met_rounds` and
+    `judged_rounds` counting them (both 0 where no round judged it, `met` None)."""
+    rows = []
+    for same in zip(*rounds, strict=True):
+        if len({row["target"] for row in same}) != 1:
+            raise ValueError(f"rounds disagree on their targets: {sorted({row['target'] for row in same})}")
+        measured = sorted((row for row in same if row["value"] is not None), key=lambda row: row["value"])
+        judged = [row["met"] for row in same if row["met"] is not None]
+        row = dict(same[0])
+        if len({r["goal"] for r in same}) > 1:  # a goal that names a round's own figure ("... (here 1.04)")
+            row["goal"] = row["goal"].rsplit(" (", 1)[0] + " (in each round)"
+        if measured:
+            middle, low, high = measured[(len(measured) - 1) // 2], measured[0], measured[-1]
+            row["value"] = middle["value"]
+            row["measured"] = middle["measured"] + ("" if low["measured"] == high["measured"]
+                                                    else f" ({low['measured']} to {high['measured']})")
+        row["met"] = None if not judged else all(judged)
+        row["met_rounds"], row["judged_rounds"] = sum(judged), len(judged)
+        rows.append(row)
+    return rows

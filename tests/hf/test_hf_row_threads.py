@@ -132,3 +132,15 @@ def test_the_row_threads_example_times_both_forms_of_each_shape(tiny_checkpoint)
     for line in lines:
         one, two = (float(line.split(label)[1].split()[0]) for label in ("one thread", "2 threads"))
         assert one > 0 and two > 0 and "frames a thread" in line and "bit-equal" in line
+
+
+def test_the_bigvgan_batch_example_times_each_cap_as_the_vocoder_would_call_it(tiny_checkpoint):
+    """examples/hf_bigvgan_batch.py, the README's measurement behind bigvgan_batch_frames, on one small shape."""
+    out = run_example("hf_bigvgan_batch.py", tiny_checkpoint, "--rounds", 1, "--repeats", 1, "--caps", "64,640",
+                      "--shapes", "4x48").splitlines()
+    assert len(out) == 1 and out[0].startswith("round 1  4 x  48 frames"), out
+    # 64 frames a thread: 2 calls of 2 rows, 640: one call of 4; neither splits (under MIN_ROW_FRAMES a thread)
+    assert "cap   64:" in out[0] and "(2 calls, 2 rows a thread)" in out[0], out
+    assert "cap  640:" in out[0] and "(1 call, 4 rows a thread)" in out[0], out
+    for cell in out[0].split("cap")[1:]:
+        assert float(cell.split(":")[1].split("ms")[0]) > 0

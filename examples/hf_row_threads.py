@@ -5,7 +5,8 @@
 
 The shapes are the vocoder's calls at concurrency 8 on the card (utterances of 200 codes): DiT windows of
 72, 168, 264 and 114 frames for 8 rows, and 112 and 264 for 2; BigVGAN over 64, 128, 224 and 80 mel frames
-for 8 rows and 224 for 2 (its 640-frame batches). Each line is one round of one shape: the best of
+for 8 rows and 224 for 2 (the calls as BigVGAN's 640-frame batches were cut when MIN_ROW_FRAMES was chosen;
+examples/hf_bigvgan_batch.py measures how a batch is cut now). Each line is one round of one shape: the best of
 `--repeats` timed calls (after one untimed) on one thread and with the rows split over `--threads` Python
 threads (`RowThreads`, each with one intra-op thread, as the vocoder runs them), their ratio, the frames
 each thread got, and whether the split's output equals the unsplit call's bit for bit (a different batch

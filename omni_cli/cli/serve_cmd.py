@@ -57,10 +57,15 @@ def serve(
         from ..extras import install_command
 
         raise CliError(f"omni serve needs its extra: {install_command('serve')} ({exc})", 1) from None
+    from .load_view import LiveLoadView, LoadView
     from .session import ModelOptions, open_engine
 
-    engine = open_engine(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,
-                                                                     "device": device}, overrides=o.overrides(set_)))
+    # a terminal sees the load's phases on one redrawn line, gone once loaded (seconds to minutes for a real
+    # checkpoint); a pipe gets nothing before the address line, which stays the first line a script reads
+    with LiveLoadView(sys.stderr) if sys.stderr.isatty() else LoadView() as on_load:
+        engine = open_engine(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,
+                                                                         "device": device}, overrides=o.overrides(set_)),
+                             on_load)
     try:
         sock = bind(host, port)
     except OSError as exc:

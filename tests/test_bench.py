@@ -97,6 +97,48 @@ def test_run_workload_runs_components_where_the_card_or_the_workload_places_them
     assert seen == ({True} if placement == "inline" else {False})  # on the engine's thread only when inline
 
 
+@pytest.mark.parametrize("placement", ["inline", "vocoder=thread"])
+def test_a_warm_up_runs_on_the_timed_runs_own_engine_and_workers_and_counts_nowhere(placement, monkeypatch):
+    """A placement's workers start with each run: the untimed utterance must run on them, not on others
+    that end before the timed run begins (stop 34's bench warmed only the engine's own process)."""
+    from omni_cli.bench.workload import starts_executors
+    from omni_cli.engine import Engine
+
+    program = load("qwen2_5_omni_toy")
+    workload = Workload(num_requests=2, text_chars=20, concurrency=2, placement=placement)
+    submitted, heard = [], []
+    submit = Engine.submit
+
+    def recorded(self, request, **kwargs):
+        submitted.append((id(self), request.request_id))
+        return submit(self, request, **kwargs)
+
+    monkeypatch.setattr(Engine, "submit", recorded)
+    warm = run_workload(program, workload, keep_outputs=True, warm_up=True, on_event=heard.append)
+    engines = {engine for engine, _ in submitted}
+    assert len(engines) == 1 and [rid for _, rid in submitted] == ["warm-up", "b0", "b1"]  # one engine, warm-up first
+    assert heard and all(event.request_id != "warm-up" for event in heard)  # the study hears the timed run only
+    submitted.clear()
+    cold = run_workload(program, workload, keep_outputs=True)
+    assert [rid for _, rid in submitted] == ["b0", "b1"]
+    # the timed run counts its own WorkUnits only and makes the same audio
+    assert warm.work_units == cold.work_units and warm.digests == cold.digests
+    assert starts_executors(program, workload) is (placement != "inline")
+
+
+def test_reset_stats_counts_afresh_from_what_is_reserved_now():
+    from omni_cli.engine import Engine
+    from omni_cli.spec import SpeakRequest
+
+    engine = Engine(load("qwen2_5_omni_toy"))
+    engine.submit(SpeakRequest("Hello there.", request_id="a"))
+    for _ in engine.events():
+        pass
+    assert engine.stats.work_units > 0 and engine.budget.peak_reserved > 0 == engine.budget.reserved
+    engine.reset_stats()
+    assert engine.stats.work_units == engine.stats.ticks == 0 and engine.budget.peak_reserved == 0
+
+
 def _result(label: str, *, ttfa: list[float], latency: list[float], audio: list[float], wall: float,
             stall: list[float] | None = None) -> BenchResult:
     return BenchResult(label, Workload(num_requests=len(latency)), wall, ttfa_s=ttfa, latency_s=latency, audio_s=audio,

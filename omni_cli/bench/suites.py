@@ -11,7 +11,7 @@ from ..backends.base import LoadReporter
 from ..engine.executors import threads_as_placed
 from ..program import CompiledProgram
 from .loads import timed_loads
-from .workload import BenchResult, Workload, max_rss_bytes, run_workload
+from .workload import BenchResult, Workload, max_rss_bytes, run_workload, starts_executors
 
 # told before each configuration runs: (its label, its number from 1, how many there are, what it runs)
 BenchProgress = Callable[[str, int, int, str], None]
@@ -109,7 +109,9 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     `placement`: where ours runs, "card" (the card's placement) or `--placement`'s KIND or NAME=KIND,...
     Each side first makes one utterance untimed, as a served engine does before it listens (`omni serve`):
     a process's first chunks of each length cost more (oneDNN sets up each convolution's shapes, 35-75 ms
-    more on the tiny checkpoint's first 16-code chunk), which is start-up, not streaming.
+    more on the tiny checkpoint's first 16-code chunk), which is start-up, not streaming. Where ours runs
+    on workers of its own (a placement's processes or Ray actors, started with each run), each run makes
+    its untimed utterance on those workers first.
     `rounds`: the whole comparison (ours, then generate) that many times one after another, on the loads
     above; the first round's results and comparison are returned, and with more than one,
     `compared["rounds"]` holds every round's (results, comparison) in order, each to be judged on its own
@@ -161,9 +163,10 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
         for index, workload in enumerate(workloads, first):
             label = f"ours-{workload.concurrency}"
             on_progress(label + named, index, total, f"{_described(workload)}, {talker_codes} codes each")
-            if index == 1:  # untimed: each shape set up once (above), under the first progress line
-                run_workload(ours, replace(work, num_requests=1), "warm-up")
-            results.append(run_workload(ours, workload, label, keep_outputs=True))
+            # untimed first (above): this process's shapes once, under the first progress line; and a run's own
+            # workers (a placement's processes or actors start with it, cold), each time
+            warm = index == 1 or starts_executors(ours, workload)
+            results.append(run_workload(ours, workload, label, keep_outputs=True, warm_up=warm))
         generated: dict[str, list] = {}  # label -> generate's runs
         for index, (count, reference) in enumerate(references.items(), first + len(workloads)):
             label = "generate" if count == threads else f"generate, {count} threads"

@@ -7,7 +7,7 @@ import resource
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..backends.base import AUDIO_CHUNK
@@ -157,11 +157,14 @@ class RunTrace(FirstChunkPath):
 
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
                  keep_outputs: bool = False, executors: dict | None = None,
-                 on_event: Callable[[Any], None] | None = None) -> BenchResult:
+                 on_event: Callable[[Any], None] | None = None, warm_up: bool = False) -> BenchResult:
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
     keep_outputs: also return each request's tokens and waveform (to compare with a reference).
     executors: started ones to run on (the engine closes them), instead of the workload's placement's.
-    on_event: also given each of the run's trace events (the engine's `subscribe`), for a study of one run."""
+    on_event: also given each of the run's trace events (the engine's `subscribe`), for a study of one run.
+    warm_up: first make the workload's first utterance, untimed and uncounted, on the same engine and
+    executors (a worker process or Ray actor started for this run sets its shapes up then, as the engine's own
+    process does)."""
     if executors is None and workload.placement == "card":
         given = placement_of(program)
         if any(spec.executor != "inline" for spec in given.values()):
@@ -171,12 +174,38 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
 
         executors = make_executors(program, placed(program, workload.placement))
     engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch, executors=executors)
-    if on_event is not None:
-        engine.subscribe(on_event)
     try:
+        if warm_up:
+            _warm_up(engine, workload)
+        if on_event is not None:
+            engine.subscribe(on_event)
         return _drive(engine, program, workload, label, keep_outputs)
     finally:
         engine.close()  # its workers, processes or actors
+
+
+def starts_executors(program: CompiledProgram, workload: Workload) -> bool:
+    """Whether `run_workload` starts executors of its own for `workload` (threads, worker processes or Ray
+    actors that begin cold and end with the run), rather than running every component inline."""
+    if workload.placement == "card":
+        return any(spec.executor != "inline" for spec in placement_of(program).values())
+    return workload.placement != "inline"
+
+
+def _warm_up(engine: Engine, workload: Workload) -> None:
+    """The workload's first utterance to its end, nothing of it kept or counted."""
+    request = replace(workload.requests()[0], request_id="warm-up")
+    engine.submit(request)
+    ended = None
+    while not engine.is_idle:
+        engine.step()
+        for event in engine.poll():
+            if isinstance(event, RequestDone):
+                ended = event
+    if ended is None or ended.status is not RequestStatus.FINISHED:
+        raise RuntimeError(f"bench warm-up {'ended' if ended is None else ended.status.value}: "
+                           f"{None if ended is None else ended.error}")
+    engine.reset_stats()
 
 
 def _drive(engine: Engine, program: CompiledProgram, workload: Workload, label: str, keep_outputs: bool) -> BenchResult:

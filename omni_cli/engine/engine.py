@@ -105,6 +105,12 @@ class Engine:
             handle.cancel()
         return time.perf_counter() - start
 
+    def reset_stats(self) -> None:
+        """Count afresh from here: ticks, WorkUnits and times (`stats`), and the peak of the budget's
+        reservation (from what is reserved now): a benchmark's timed run after an untimed one on this engine."""
+        self.stats = EngineStats()
+        self.budget.peak_reserved = self.budget.reserved
+
     def inspect(self, request_id: str) -> WiredRequest | None:
         """Test and debugging hook: an active request's wiring (loop states, slots); None once it ended."""
         r = self._requests.get(request_id)

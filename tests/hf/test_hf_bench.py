@@ -80,15 +80,24 @@ def test_at_concurrency_1_the_reference_suite_runs_ours_once(tiny_checkpoint):
         assert loads[side]["tensors"] == checkpoint_tensors(tiny_checkpoint)
 
 
-def test_rounds_run_the_whole_comparison_again_and_each_round_is_judged_on_its_own(tiny_checkpoint):
+def test_rounds_run_the_whole_comparison_again_and_each_round_is_judged_on_its_own(tiny_checkpoint, monkeypatch):
+    from omni_cli.bench import suites
     from omni_cli.bench.targets import across_rounds
 
     program = load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)})
+    warmed, run = [], suites.run_workload
+
+    def recorded(*args, warm_up=False, **kwargs):
+        warmed.append(warm_up)
+        return run(*args, warm_up=warm_up, **kwargs)
+
+    monkeypatch.setattr(suites, "run_workload", recorded)
     steps = []
     results, compared = reference_suite(program, num_requests=1, short_chars=10, concurrency=1, thinker_max=4,
                                         talker_codes=10, rounds=2, on_progress=lambda *step: steps.append(step[:3]))
     assert steps == [("ours-1, round 1", 1, 4), ("generate, round 1", 2, 4),
                      ("ours-1, round 2", 3, 4), ("generate, round 2", 4, 4)]
+    assert warmed == [True, False]  # inline: the process is warm after the first round's untimed utterance
     rounds = compared["rounds"]
     assert len(rounds) == 2 and rounds[0][0] is results  # the first round is the one returned
     assert [r.label for r in rounds[1][0]] == ["ours-1", "generate"] and rounds[1][0][0] is not results[0]

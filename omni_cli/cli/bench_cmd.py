@@ -99,8 +99,6 @@ def bench(
     if processes:
         sys.stderr.write("omni: bench: timing `omni --help` and `omni speak` as processes (best of 3)\n")
     timings = process_timings(card, model_path=model_path, overrides=set_ or []) if processes else {}
-    rows = targets(results, ref, timings)
-    ref_results = ref[0] if ref else []
     if ref and "rounds" in ref[1]:  # each round judged on its own, then one row per target over them
         from dataclasses import replace
 
@@ -109,6 +107,9 @@ def bench(
         rows = across_rounds([targets([], one, timings) for one in ref[1]["rounds"]])
         ref_results = [replace(r, label=f"{r.label}, round {i}") for i, (res, _) in enumerate(ref[1]["rounds"], 1)
                        for r in res]
+    else:
+        rows = targets(results, ref, timings)
+        ref_results = ref[0] if ref else []
     threads = threads_as_placed(program, placement if ref else None)
     generate_threads = ref[1].get("generate_threads") if ref else None
     generate_wide = ref[1].get("generate_wide_threads") if ref else None

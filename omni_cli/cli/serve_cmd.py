@@ -45,6 +45,7 @@ def serve(
                                           help="Make one utterance, unheard, before listening: a fresh "
                                                "process's first chunks of each size are slower.")] = True,
 ) -> None:
+    import signal
     import sys
 
     from ..engine.scheduler import one_line
@@ -59,6 +60,9 @@ def serve(
         raise CliError(f"omni serve needs its extra: {install_command('serve')} ({exc})", 1) from None
     from .load_view import LiveLoadView, LoadView
     from .session import ModelOptions, open_engine
+
+    if sys.stderr.isatty():  # Ctrl-C during the load or the warm-up takes their lines back (the start-up's
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # handler ends the process where it stands)
 
     # a terminal sees the load's phases on one redrawn line, gone once loaded (seconds to minutes for a real
     # checkpoint); a pipe gets nothing before the address line, which stays the first line a script reads
@@ -84,8 +88,10 @@ def serve(
             warmed = f", warmed up in {engine.warm_up():.1f} s"
         except Exception as exc:  # noqa: BLE001 - the clients' requests will say what is wrong, one by one
             warmed = f", warm-up failed: {one_line(exc)}"
-        if transient:
-            sys.stderr.write("\r\033[K")
+        finally:  # Ctrl-C too: the shell's prompt comes back on a clean line
+            if transient:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
     sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{bound[1]} "
                      f"(concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}"
                      f"{warmed}); Ctrl-C stops\n")

@@ -91,3 +91,31 @@ def test_a_terminal_sees_the_warm_up_then_the_address_line_in_its_place():
     assert note == b"omni serve: warming up (one utterance nobody hears)..."
     assert len(note) < 80  # one carriage return takes it back in an 80-column terminal
     assert re.match(rb"omni serve: \S+ on http://127\.0\.0\.1:\d+ .*warmed up in \d+\.\d s\); Ctrl-C stops", rest), rest
+
+
+def test_ctrl_c_in_the_warm_up_takes_its_note_back_on_a_terminal(monkeypatch):
+    """The note has no newline of its own: stopped there, it must not leave the shell's prompt after it."""
+    import io
+
+    import pytest
+
+    from omni_cli.cli import serve_cmd, session
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    class Engine:
+        def warm_up(self) -> float:
+            raise KeyboardInterrupt
+
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(session, "open_engine", lambda *args, **kwargs: Engine())
+    installed = []
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: installed.append((signum, handler)))
+    with pytest.raises(KeyboardInterrupt):
+        serve_cmd.serve(port=0)
+    assert err.getvalue() == "omni serve: warming up (one utterance nobody hears)...\r\x1b[K"
+    # Ctrl-C raises KeyboardInterrupt there (the start-up handler would end the process mid-line)
+    assert installed == [(signal.SIGINT, signal.default_int_handler)]

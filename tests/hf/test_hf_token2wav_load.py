@@ -42,6 +42,16 @@ def test_a_vocoder_built_alone_has_the_whole_loads_weights_voices_and_samples(ti
         state = vocoder.new_state("Chelsie", seed=5)
         return vocoder.run(AUDIO_CHUNK, [VocoderChunkInput(state, codes, 0, len(codes), True)])[0].samples
 
+    # The whole load's weights are views into the checkpoint's file, at offsets that are not 64-byte aligned;
+    # the alone load copies each tensor. On a CPU whose convolution kernels take another path for unaligned
+    # weights (seen on an AMD EPYC with AVX-512), the speaker encoder rounds differently in the last bit: so
+    # the samples agree within the card's sample_tolerance as loaded, and bit for bit once the whole load's
+    # weights are copied too (the same values, and then the same kernels)
+    assert float(np.max(np.abs(samples(mine) - samples(theirs)))) <= 1e-5
+    with torch.no_grad():
+        for parameter in theirs.module.parameters():
+            parameter.data = parameter.data.clone()
+    theirs._features.clear()  # each voice's speaker-encoder output, made on first use: made again
     assert np.array_equal(samples(mine), samples(theirs))
 
 

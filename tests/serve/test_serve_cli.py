@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 from serve_helpers import CARD
+from terminal_helpers import serve_on_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("OMNI_")}, "PYTHONPATH": str(ROOT),
@@ -72,21 +73,8 @@ def test_serve_help_names_the_routes_and_the_options():
 
 
 def test_a_terminal_sees_the_warm_up_then_the_address_line_in_its_place():
-    import pty
-
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--port", "0"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower, env=ENV, cwd=ROOT)
-    os.close(follower)
-    seen = b""
-    try:
-        deadline = time.monotonic() + 60
-        while b"Ctrl-C stops" not in seen and time.monotonic() < deadline:
-            seen += os.read(leader, 4096)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
-        os.close(leader)
+    seen, status = serve_on_a_terminal(["--port", "0"], ENV, timeout=60)
+    assert status == 130
     note, rest = seen.split(b"\r\x1b[K", 1)  # the note, a carriage return and erase-line, then the address line
     assert note == b"omni serve: warming up (one utterance nobody hears)..."
     assert len(note) < 80  # one carriage return takes it back in an 80-column terminal

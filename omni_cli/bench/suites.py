@@ -165,14 +165,14 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
             on_progress(label + named, index, total, f"{_described(workload)}, {talker_codes} codes each")
             # untimed first (above): this process's shapes once, under the first progress line; and a run's own
             # workers (a placement's processes or actors start with it, cold), each time
-            warm = index == 1 or starts_executors(ours, workload)
+            warm = (round_ == 1 and index == first) or starts_executors(ours, workload)
             results.append(run_workload(ours, workload, label, keep_outputs=True, warm_up=warm))
         generated: dict[str, list] = {}  # label -> generate's runs
         for index, (count, reference) in enumerate(references.items(), first + len(workloads)):
             label = "generate" if count == threads else f"generate, {count} threads"
             on_progress(label + named, index, total, f"Hugging Face generate, {_described(work)}, one after another"
                         + (f", {count} intra-op thread{'s' if count > 1 else ''}" if wide else ""))
-            if index == len(workloads) + 1:  # generate's first utterance is untimed too
+            if round_ == 1 and count == threads:  # generate's first utterance is untimed too
                 generate(reference, work.requests()[0])
             generated[label] = [generate(reference, request) for request in work.requests()]
         return results + [BenchResult(label, work, sum(r.latency_s for r in runs), ttfa_s=[r.latency_s for r in runs],

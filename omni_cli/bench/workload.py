@@ -165,14 +165,11 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
     warm_up: first make the workload's first utterance, untimed and uncounted, on the same engine and
     executors (a worker process or Ray actor started for this run sets its shapes up then, as the engine's own
     process does)."""
-    if executors is None and workload.placement == "card":
-        given = placement_of(program)
-        if any(spec.executor != "inline" for spec in given.values()):
-            executors = make_executors(program, given)
-    elif executors is None and workload.placement != "inline":
+    if executors is None and starts_executors(program, workload):
         from .placement import placed
 
-        executors = make_executors(program, placed(program, workload.placement))
+        given = placement_of(program) if workload.placement == "card" else placed(program, workload.placement)
+        executors = make_executors(program, given)
     engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch, executors=executors)
     try:
         if warm_up:
@@ -194,17 +191,9 @@ def starts_executors(program: CompiledProgram, workload: Workload) -> bool:
 
 def _warm_up(engine: Engine, workload: Workload) -> None:
     """The workload's first utterance to its end, nothing of it kept or counted."""
-    request = replace(workload.requests()[0], request_id="warm-up")
-    engine.submit(request)
-    ended = None
-    while not engine.is_idle:
-        engine.step()
-        for event in engine.poll():
-            if isinstance(event, RequestDone):
-                ended = event
-    if ended is None or ended.status is not RequestStatus.FINISHED:
-        raise RuntimeError(f"bench warm-up {'ended' if ended is None else ended.status.value}: "
-                           f"{None if ended is None else ended.error}")
+    ended = engine.submit(replace(workload.requests()[0], request_id="warm-up")).result()  # its events read
+    if ended.status is not RequestStatus.FINISHED:
+        raise RuntimeError(f"bench warm-up {ended.status.value}: {ended.error}")
     engine.reset_stats()
 
 

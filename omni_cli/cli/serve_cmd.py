@@ -61,12 +61,13 @@ def serve(
     from .load_view import LiveLoadView, LoadView
     from .session import ModelOptions, open_engine
 
-    if sys.stderr.isatty():  # Ctrl-C during the load or the warm-up takes their lines back (the start-up's
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # handler ends the process where it stands)
+    on_terminal = sys.stderr.isatty()
+    if on_terminal:  # Ctrl-C during the load or the warm-up takes their lines back (the start-up's handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # ends the process where it stands)
 
     # a terminal sees the load's phases on one redrawn line, gone once loaded (seconds to minutes for a real
     # checkpoint); a pipe gets nothing before the address line, which stays the first line a script reads
-    with LiveLoadView(sys.stderr) if sys.stderr.isatty() else LoadView() as on_load:
+    with LiveLoadView(sys.stderr) if on_terminal else LoadView() as on_load:
         engine = open_engine(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,
                                                                          "device": device}, overrides=o.overrides(set_)),
                              on_load)
@@ -80,8 +81,7 @@ def serve(
         # a terminal sees what the wait is (seconds at 3B width on a CPU); the note, shorter than 80 columns so
         # that one carriage return takes it back, is overwritten by the line below, and a pipe never gets it:
         # the first line a script reads is still the address
-        transient = sys.stderr.isatty()
-        if transient:
+        if on_terminal:
             sys.stderr.write("omni serve: warming up (one utterance nobody hears)...")
             sys.stderr.flush()
         try:
@@ -89,7 +89,7 @@ def serve(
         except Exception as exc:  # noqa: BLE001 - the clients' requests will say what is wrong, one by one
             warmed = f", warm-up failed: {one_line(exc)}"
         finally:  # Ctrl-C too: the shell's prompt comes back on a clean line
-            if transient:
+            if on_terminal:
                 sys.stderr.write("\r\033[K")
                 sys.stderr.flush()
     sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{bound[1]} "

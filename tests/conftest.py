@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 # The runtime's tests run the toy card: the command line's default is the Piper voice (tests/piper/)
 os.environ.setdefault("OMNI_CARD", "qwen2_5_omni_toy")
+
+# What omni_cli builds once per machine (the DiT compiled ahead of time: backends/hf/dit_aot.py) goes to a cache
+# of the tests' own, shared by the workers and kept between runs, not the user's ~/.cache/omni_cli
+os.environ.setdefault("OMNI_CLI_CACHE", str(Path(tempfile.gettempdir()) / f"omni_cli-tests-{os.getuid()}"))
 
 
 # pytest-xdist (`-n 2` in pyproject.toml) runs the suite in two worker processes. A worker takes whole files,

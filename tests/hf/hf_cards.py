@@ -17,7 +17,8 @@ def greedy_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max
     talker prefill, short caps; chunk_codes 0 = one whole-utterance chunk (what generate computes); the first
     chunk in one piece unless first_audio_codes is given, and the same chunks beside other requests as alone
     unless shared_first_chunks is given, whatever the machine's speed (no largest_when_slow).
-    vocoder: params over the card's (e.g. {"dit_num_steps": 4} where ours is only compared with ours)."""
+    vocoder: params over the card's (e.g. {"dit_num_steps": 4} where ours is only compared with ours; the DiT runs
+    and BigVGAN eager unless it gives {"dit_ahead_of_time": True} or {"bigvgan_ahead_of_time": True})."""
     card = yaml.safe_load((ROOT / "cards" / "qwen2_5_omni.yaml").read_text())
     card["params"]["codec_bos_pad_in_prefill"] = False
     loops = card["loops"]
@@ -33,6 +34,9 @@ def greedy_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max
         loops["vocoder"].pop(key, None)
         if value is not None:
             loops["vocoder"][key] = value
+    # the DiT and BigVGAN eager, so a whole-utterance chunk is transformers' token2wav bit for bit (compiled ahead of
+    # time they are within float rounding of it: test_hf_dit_ahead.py, test_hf_bigvgan_ahead.py)
+    card["components"]["vocoder"]["params"].update(dit_ahead_of_time=False, bigvgan_ahead_of_time=False)
     card["components"]["vocoder"]["params"].update(vocoder or {})
     path = directory / f"{name}.yaml"
     path.write_text(yaml.safe_dump(card))

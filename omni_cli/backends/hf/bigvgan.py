@@ -130,6 +130,18 @@ class LeanBigVGAN:
     """`Qwen2_5OmniToken2WavBigVGANModel.forward` with lean activations; callable like the module.
     `fir`: the filters as multiply-add chains (None: where they are bit-equal to the convolutions)."""
 
+    def activations(self) -> list[Any]:
+        """Every activation, in the order the forward runs them."""
+        return [act for blocks in self.blocks for block in blocks for _, _, first, second in block
+                for act in (first, second)] + [self.post]
+
+    def use(self, replace: Any) -> None:
+        """Each activation `act` replaced by `replace(act)` (bigvgan_aot.CompiledActivation: the same values to
+        float rounding, through a compiled file)."""
+        self.blocks = [[[(conv1, conv2, replace(act1), replace(act2)) for conv1, conv2, act1, act2 in block]
+                        for block in blocks] for blocks in self.blocks]
+        self.post = replace(self.post)
+
     def __init__(self, module: Any, fir: bool | None = None):
         self.module = module
         channels = module.config.upsample_initial_channel

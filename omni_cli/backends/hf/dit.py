@@ -190,7 +190,7 @@ class WindowVelocity:
 
     def __init__(self, dit: Any, codes: torch.Tensor, cond: torch.Tensor, features: torch.Tensor,
                  settings: ODESettings, steps: TimeModulation | None = None, blocked_from: int = 0,
-                 compiled: DiTCompile | None = None):
+                 compiled: DiTCompile | None = None, ahead: Any = None):
         batch, frames = codes.shape[0], codes.shape[1] * dit.repeats
         self.dit, self.guided, self.guidance = dit, settings.is_guided, settings.guidance_scale
         speaker = cond.unsqueeze(1).repeat(1, frames, 1)  # [batch, frames, enc_emb_dim]
@@ -232,22 +232,33 @@ class WindowVelocity:
                 # their shape would be guarded on its sizes by torch.compile)
                 made[window] = additive.masked_fill_(~allowed, float("-inf"))[None, None]
             self.attention.append(made[window])
-        if compiled is not None:
+        # whole-window masks and at least two rows: the velocity compiled ahead of time (dit_aot.py), if given
+        self.ahead, self.ahead_fixed = None, None
+        if ahead is not None and not by_blocks and rows >= 2:
+            self.ahead = ahead
+            self.ahead_fixed = [t.contiguous() for t in (self.condition, self.code_embed, self.speaker, self.cos,
+                                                         self.signed_sin, *ahead.masks(self.attention))]
+        elif compiled is not None:
             compiled.mark(self)
 
     def __call__(self, time: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         # with guidance the conditioned and unconditioned rows are made here and combined after, so a compiled
         # `forward` never sees or makes a batch of one (which torch.compile specializes: one more compile)
         hidden = torch.cat([state, state], dim=0) if self.guided else state
-        if self.compiled is not None:
-            layers, final = self.compiled.modulation(self.dit, self.steps, time)
-            forward = self.compiled.forward
-            self.compiled.mark_rows_frames(hidden)
+        if self.ahead is not None:
+            layers, final = DiTCompile.modulation(self.dit, self.steps, time)
+            out = self.ahead.call(self.ahead_fixed, hidden.contiguous(), layers, final)
         else:
-            layers, final = self.steps.at(time, self.rows) if self.steps else time_modulation(self.dit, time, self.rows)
-            forward = dit_velocity
-        out = forward(self.dit, self.attention, hidden, self.condition, self.code_embed, self.speaker, self.cos,
-                      self.signed_sin, layers, final)
+            if self.compiled is not None:
+                layers, final = self.compiled.modulation(self.dit, self.steps, time)
+                forward = self.compiled.forward
+                self.compiled.mark_rows_frames(hidden)
+            else:
+                layers, final = (self.steps.at(time, self.rows) if self.steps
+                                 else time_modulation(self.dit, time, self.rows))
+                forward = dit_velocity
+            out = forward(self.dit, self.attention, hidden, self.condition, self.code_embed, self.speaker, self.cos,
+                          self.signed_sin, layers, final)
         if not self.guided:
             return out
         guided, null = torch.chunk(out, 2, dim=0)
@@ -314,12 +325,15 @@ def sample_window(
     steps: TimeModulation | None = None,
     blocked_from: int = 0,
     compiled: DiTCompile | None = None,
+    ahead: Any = None,
 ) -> torch.Tensor:
     """Mel [B, mel_dim, frames] of `codes` [B, n] from `noise` [B, frames, mel_dim] (frames = n * repeats);
     `cond` [B, enc_emb_dim] is the speaker embedding, `features` the voice's `speaker_features`, `steps`
     the DiT's `TimeModulation` kept between windows (None: one for this window); windows of `blocked_from`
     blocks or more attend block by block (`BlockedAttention`; 0: never, transformers' attention exactly);
-    `compiled`: each velocity through `DiTCompile`'s compiled `dit_velocity` (None: the function as it is)."""
+    `compiled`: each velocity through `DiTCompile`'s compiled `dit_velocity` (None: the function as it is);
+    `ahead`: a `dit_aot.DiTAheadOfTime`, which runs the velocity of windows that attend through whole-window
+    masks (its own, not `compiled`'s)."""
     frames = noise.shape[1]
     if frames != codes.shape[1] * dit.repeats:
         raise ValueError(f"a DiT window of {codes.shape[1]} codes needs {codes.shape[1] * dit.repeats} noise frames")
@@ -327,7 +341,7 @@ def sample_window(
         raise ValueError(
             f"a DiT window of {frames} mel frames exceeds the DiT's {dit.config.max_position_embeddings} positions"
         )
-    velocity = WindowVelocity(dit, codes, cond, features, settings, steps, blocked_from, compiled)
+    velocity = WindowVelocity(dit, codes, cond, features, settings, steps, blocked_from, compiled, ahead)
     final = integrate_rk4(velocity, noise, time_points(settings, codes.device, velocity.speaker.dtype))
     return final.permute(0, 2, 1)
 

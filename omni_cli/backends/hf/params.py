@@ -55,11 +55,21 @@ class VocoderParams(ComponentParams):
     dit_block_attention_from: int = bounded(
         5, min=0, max=4096, doc="DiT windows of at least this many blocks (the DiT's block_size frames each) attend "
         "block by block on a CPU, each block's queries against the blocks its layer's mask keeps: the same values to "
-        "float rounding, less time on long windows (backends/hf/dit.py); 0: never (transformers' attention, bit-equal)")
+        "float rounding, less time on long windows (backends/hf/dit.py); 0: never (transformers' attention, bit-equal "
+        "with dit_ahead_of_time off)")
     dit_compile: bool = bounded(
         False, doc="on a CPU, compile the DiT's velocity with torch.compile when the vocoder loads (about a minute "
         "the first time on a small machine, seconds from inductor's cache after): the same mel to float rounding, "
         "fewer and fused operations per ODE step; pays on a small DiT, not at 3B width (backends/hf/dit.py, DiTCompile)")
+    dit_ahead_of_time: bool = bounded(
+        True, doc="on a CPU, run the DiT windows that attend through whole-window masks (a request's first chunks) "
+        "through its velocity compiled ahead of time (AOTInductor): built once per machine and DiT shape (tens of "
+        "seconds), kept in $OMNI_CLI_CACHE or ~/.cache/omni_cli and loaded in milliseconds after; the same mel to "
+        "float rounding, a first chunk's DiT about a third of the time on the tiny checkpoint (backends/hf/dit_aot.py)")
+    bigvgan_ahead_of_time: bool = bounded(
+        True, doc="on a CPU in float32, run BigVGAN's anti-aliased activations through one function compiled ahead "
+        "of time (AOTInductor), built once per machine (about 15 s) into the same cache: the same samples to float "
+        "rounding, a first chunk's BigVGAN call about 40% shorter on the tiny checkpoint (backends/hf/bigvgan_aot.py)")
     row_threads: int = bounded(
         0, min=0, max=4096, doc="Python threads a batched DiT window or BigVGAN call splits its rows over, each "
         "with num_threads intra-op threads, when the rows are enough to pay; 0: the cores this process may "

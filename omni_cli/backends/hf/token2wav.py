@@ -23,14 +23,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 import torch
 
 from omni_cli.backends.base import AUDIO_CHUNK, LoadReporter, LoadStep, VocoderChunkInput, VocoderChunkOutput, no_report
+from omni_cli.backends.hf import aoti, bigvgan_aot
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN
 from omni_cli.backends.hf.dit import DiTCompile, ODESettings, TimeModulation, sample_window, speaker_features
+from omni_cli.backends.hf.dit_aot import DiTAheadOfTime, example_inputs, load_or_build
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.onednn import ConvCosts
 from omni_cli.backends.hf.params import VocoderParams
@@ -141,6 +144,17 @@ class HFVocoder:
         self._features: dict[str, torch.Tensor] = {}  # voice name -> its speaker-encoder output
         # the time embedding's products at each ODE time, for a request alone (voices' cond: float32)
         self.steps = TimeModulation(self.dit, self.ode, self.device, torch.float32)
+        # BigVGAN's activations through one function compiled ahead of time (bigvgan_ahead_of_time)
+        self.bigvgan_ahead: aoti.CompiledFile | None = None
+        self.ahead_failed: dict[str, str] = {}  # part -> why it could not be built (it then runs eager)
+        if params.bigvgan_ahead_of_time and bigvgan_aot.applies(self.vocode):
+            fir = self.vocode.post
+            self.bigvgan_ahead = self._ahead_of_time(
+                "BigVGAN", on_load, lambda building: bigvgan_aot.load_or_build(
+                    fir, self.threads.count, building, models=self.rows.count))
+            if self.bigvgan_ahead is not None:
+                file = self.bigvgan_ahead
+                self.vocode.use(lambda act: bigvgan_aot.CompiledActivation(act, file))
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
         self.compiled: DiTCompile | None = None  # the DiT's velocity compiled (dit_compile), else eager
@@ -151,6 +165,33 @@ class HFVocoder:
             with intra_op_threads(self.threads.count):  # inductor's loops take the count they are compiled under
                 compiled.warm(self.dit, voice.cond, self._voice_features(voice), self.ode, self.steps, self.blocked_from)
             self.compiled = compiled
+        self.ahead: DiTAheadOfTime | None = None  # the mask-form velocity compiled ahead of time (dit_ahead_of_time)
+        if params.dit_ahead_of_time and loaded.device.type == "cpu" and self.blocked_from != 1:
+            voice = self.new_state(self.voices()[0]).voice
+
+            def example() -> list[torch.Tensor]:
+                return example_inputs(self.dit, voice.cond, self._voice_features(voice), self.ode, self.steps)
+
+            self.ahead = self._ahead_of_time("DiT", on_load, lambda building: load_or_build(
+                self.dit, self.threads.count, example, building, models=self.rows.count))
+
+    def _ahead_of_time(self, part: str, on_load: LoadReporter, make: Any) -> Any:
+        """`make(building)`: a part's file from the cache, or built now (`building(path)` says so and where it
+        goes). A machine where it cannot be built or loaded (no C++ compiler for inductor) runs the part eager,
+        as without it, and the load says why (kept in `ahead_failed`)."""
+        def building(path) -> None:
+            on_load(LoadStep(f"compiling the {part} ahead of time, once for this machine (into {path.parent})"))
+
+        try:
+            with intra_op_threads(self.threads.count):  # the loops are made for the count they run with
+                return make(building)
+        except Exception as error:  # noqa: BLE001 - any failure leaves the eager part, which is correct
+            text = str(error).strip()
+            reason = f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+            self.ahead_failed[part] = reason
+            on_load(LoadStep(f"the {part} runs uncompiled: its ahead-of-time file could not be built or loaded "
+                             f"({reason[:160]})"))
+            return None
 
     @property
     def row_threads(self) -> int:
@@ -364,7 +405,7 @@ class HFVocoder:
             features = self._voice_features(voice)
             if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers (eager)
                 mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode, self.steps,
-                                    self.blocked_from, self.compiled)
+                                    self.blocked_from, self.compiled, self.ahead)
             else:
                 noise, codes = torch.cat([w.noise for w in ws]), torch.cat([w.codes for w in ws])
                 parts = self.rows.parts("dit", len(ws), noise.shape[1])
@@ -378,7 +419,7 @@ class HFVocoder:
                      start: int, stop: int) -> torch.Tensor:
         """Rows [start, stop) of a batch of windows of one length and voice (a part for `self.rows`)."""
         return sample_window(self.dit, noise[start:stop], codes[start:stop], voice.cond.expand(stop - start, -1),
-                             features, self.ode, self.steps, self.blocked_from, self.compiled)
+                             features, self.ode, self.steps, self.blocked_from, self.compiled, self.ahead)
 
     def _vocode_rows(self, mel: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         """BigVGAN over rows [start, stop) of a batch of mel of one length, one row of samples each."""

@@ -1,14 +1,15 @@
 """The DiT's velocity compiled ahead of time (`dit_ahead_of_time: true`) against eager, alternated in one process.
 
     python -m omni_cli.backends.hf.tiny ./tiny-omni
-    python examples/hf_dit_ahead.py ./tiny-omni [--rounds 2] [--repeats 3] [--windows 1x48,1x80,4x96]
+    python examples/hf_dit_ahead.py ./tiny-omni [--rounds 2] [--repeats 3] [--windows 1x48,1x168,8x248]
 
-It first loads the compiled file as the vocoder does (`dit_aot.load_or_build`: from omni_cli's cache, or built
-now, tens of seconds the first time on a machine) and prints how long that took and where the file is. Then,
-for each window (ROWSxFRAMES: rows of noise, mel frames; under 5 blocks of 24 frames, the form the file
-covers), one round runs the card's ODE (36 velocity evaluations) over the same noise and codes eager and
-compiled, one thread each, and prints the best of `--repeats` timed calls of each, their ratio, and the
-compiled mel's SNR against the eager one (inductor sums in another order: finite, far above 100 dB).
+It first loads the compiled files as the vocoder does (`dit_aot.load_or_build`, the card's two forms: from
+omni_cli's cache, or built now, tens of seconds each the first time on a machine) and prints how long that took
+and where the files are. Then, for each window (ROWSxFRAMES: rows of noise, mel frames; under 5 blocks of 24
+frames the whole-window mask form, from 5 blocks the block form), one round runs the card's ODE (36 velocity
+evaluations) over the same noise and codes eager and compiled, one thread each, and prints the best of
+`--repeats` timed calls of each, their ratio, and the compiled mel's SNR against the eager one (inductor sums
+in another order: finite, far above 100 dB).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from functools import partial
 def main() -> None:
     from token2wav_parts import window_arguments
 
-    args = window_arguments(__doc__, "1x48,1x80,1x96,4x96")
+    args = window_arguments(__doc__, "1x48,1x80,1x168,4x96,8x248")
 
     import torch
     from token2wav_parts import best_ms, load_parts
@@ -34,10 +35,11 @@ def main() -> None:
     steps = ditmod.TimeModulation(dit, t2w.settings, torch.device("cpu"), torch.float32)
     built: list[str] = []
     start = time.perf_counter()
-    ahead = dit_aot.load_or_build(dit, 1, lambda: dit_aot.example_inputs(dit, t2w.cond, t2w.features, t2w.settings,
-                                                                          steps), lambda path: built.append(str(path)))
-    print(f"{'built and loaded' if built else 'loaded'} in {time.perf_counter() - start:.1f} s: {ahead.path}",
-          flush=True)
+    ahead = dit_aot.load_or_build(
+        dit, 1, lambda form: dit_aot.example_inputs(dit, t2w.cond, t2w.features, t2w.settings, steps, form),
+        dit_aot.forms_for(dit, blocked_from), lambda path: built.append(str(path)), models=2)
+    files = ", ".join(str(path) for path in ahead.paths.values())
+    print(f"{'built and loaded' if built else 'loaded'} in {time.perf_counter() - start:.1f} s: {files}", flush=True)
 
     with torch.no_grad():
         for round_ in range(1, args.rounds + 1):

@@ -62,16 +62,20 @@ def test_the_first_load_builds_into_the_cache_and_says_so_the_next_only_loads(fr
     directory = cache / "dit-ahead-of-time"
     assert BUILDING.format(directory) in phases
     files = sorted(directory.iterdir())
-    assert {f.name for f in files} == {first.ahead.path.name, first.ahead.path.stem + ".lock"}  # no partial file
-    assert first.ahead.path.name.startswith("velocity-masks-") and first.ahead.path.suffix == ".so"
-    assert stat.S_IMODE(os.stat(first.ahead.path).st_mode) == 0o644
-    assert 0 < first.ahead.path.stat().st_size < 20 << 20  # the code, not the weights (those are handed over at load)
-    assert not any("ahead of time" in phase for phase in again) and second.ahead.path == first.ahead.path
+    paths = first.ahead.paths
+    assert sorted(paths) == ["blocks", "masks"]  # the card's two forms: masks under 5 blocks, blocks from there
+    assert {f.name for f in files} == {p.name for p in paths.values()} | {p.stem + ".lock" for p in paths.values()}
+    for form, path in paths.items():  # no partial file left; the code, not the weights (handed over at load)
+        assert path.name.startswith(f"velocity-{form}-") and path.suffix == ".so"
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644 and 0 < path.stat().st_size < 20 << 20
+    assert not any("ahead of time" in phase for phase in again) and second.ahead.paths == paths
     assert first.ahead_failed == second.ahead_failed == {}
 
 
-@pytest.mark.parametrize("windows, frames", [(1, 48), (1, 46), (1, 80), (3, 96), (2, 72)])
-def test_mask_windows_run_the_compiled_velocity_within_rounding_of_eager(fresh, windows, frames):
+@pytest.mark.parametrize("windows, frames, form", [(1, 48, "masks"), (1, 46, "masks"), (1, 80, "masks"),
+                                                    (3, 96, "masks"), (2, 72, "masks"), (1, 120, "blocks"),
+                                                    (1, 122, "blocks"), (3, 168, "blocks"), (2, 250, "blocks")])
+def test_windows_of_either_form_run_the_compiled_velocity_within_rounding_of_eager(fresh, windows, frames, form):
     _, (vocoder, _), _ = fresh
     state = vocoder.new_state(vocoder.voices()[0], seed=1)
     features = vocoder._voice_features(state.voice)
@@ -81,7 +85,8 @@ def test_mask_windows_run_the_compiled_velocity_within_rounding_of_eager(fresh, 
     cond = state.voice.cond.expand(windows, -1)
     velocity = WindowVelocity(vocoder.dit, codes, cond, features, vocoder.ode, vocoder.steps, vocoder.blocked_from,
                               None, vocoder.ahead)
-    assert velocity.ahead is vocoder.ahead  # under 5 blocks: whole-window masks, the form the file covers
+    assert velocity.ahead is vocoder.ahead and velocity.ahead_form == form  # 5 blocks and more: blocks
+    assert velocity.ahead_pad == (-frames % 24 if form == "blocks" else 0)  # padded to whole blocks
 
     def window(ahead):
         return sample_window(vocoder.dit, noise, codes, cond, features, vocoder.ode, vocoder.steps,
@@ -95,18 +100,21 @@ def test_mask_windows_run_the_compiled_velocity_within_rounding_of_eager(fresh, 
     assert snr != math.inf and snr > 120
 
 
-def test_windows_of_blocks_and_a_batch_of_one_row_stay_eager(fresh):
+def test_a_batch_of_one_row_stays_eager(fresh):
     _, (vocoder, _), _ = fresh
     state = vocoder.new_state(vocoder.voices()[0], seed=1)
     features = vocoder._voice_features(state.voice)
-    codes = torch.zeros(1, 60, dtype=torch.long)  # 120 frames: 5 blocks, attended block by block
-    velocity = WindowVelocity(vocoder.dit, codes, state.voice.cond, features, vocoder.ode, vocoder.steps,
-                              vocoder.blocked_from, None, vocoder.ahead)
-    assert velocity.ahead is None
+    codes = torch.zeros(1, 24, dtype=torch.long)
     unguided = ODESettings(vocoder.ode.num_steps, 0.0, vocoder.ode.sway_coefficient)
-    velocity = WindowVelocity(vocoder.dit, codes[:, :24], state.voice.cond, features[:1], unguided, None,
+    velocity = WindowVelocity(vocoder.dit, codes, state.voice.cond, features[:1], unguided, None,
                               vocoder.blocked_from, None, vocoder.ahead)
-    assert velocity.rows == 1 and velocity.ahead is None  # the file is made for two rows or more
+    assert velocity.rows == 1 and velocity.ahead is None  # the files are made for two rows or more
+
+
+@pytest.mark.parametrize("blocked_from, forms", [(5, ["masks", "blocks"]), (0, ["masks"]), (1, ["blocks"])])
+def test_a_vocoder_builds_the_forms_its_windows_take(fresh, blocked_from, forms):
+    _, (vocoder, _), _ = fresh
+    assert dit_aot.forms_for(vocoder.dit, blocked_from) == forms
 
 
 @pytest.mark.parametrize("guidance", [0.5, 0.0])
@@ -115,19 +123,22 @@ def test_the_example_it_is_exported_from_has_two_rows_with_guidance_or_without(f
     settings = ODESettings(vocoder.ode.num_steps, guidance, vocoder.ode.sway_coefficient)
     voice = vocoder.new_state(vocoder.voices()[0]).voice
     features = vocoder._voice_features(voice)[:2 if settings.is_guided else 1]
-    example = dit_aot.example_inputs(vocoder.dit, voice.cond, features, settings, None)
     masks = len(set(dit_aot.layer_windows(vocoder.dit)))
-    assert len(example) == 6 + masks + 6 * len(vocoder.dit.transformer_blocks) + 2
-    assert [t.shape[0] for t in example[:6]] == [2] * 6  # rows: the exported size's smallest
-    assert all(t.shape[-2:] == (48, 48) for t in example[6:6 + masks])
+    for form, frames, mask_shape in (("masks", 48, (1, 1, 48, 48)), ("blocks", 72, None)):
+        example = dit_aot.example_inputs(vocoder.dit, voice.cond, features, settings, None, form)
+        assert len(example) == 6 + masks + 6 * len(vocoder.dit.transformer_blocks) + 2
+        assert [t.shape[:2] for t in example[:6]] == [(2, frames)] * 6  # rows: the exported size's smallest
+        for mask in example[6:6 + masks]:  # [1, blocks, block, span * block] for blocks
+            assert tuple(mask.shape) == mask_shape if mask_shape else (mask.shape[:3] == (1, 3, 24))
 
 
 def test_the_key_follows_what_the_code_depends_on(fresh):
     _, (vocoder, _), _ = fresh
     dit = vocoder.dit
     key = dit_aot.package_key(dit, 1)
-    assert key == dit_aot.package_key(dit, 1)
+    assert key == dit_aot.package_key(dit, 1) == dit_aot.package_key(dit, 1, "masks")
     assert key != dit_aot.package_key(dit, 2)  # the loops are made for the threads they run with
+    assert key != dit_aot.package_key(dit, 1, "blocks")
     before = dit.config.num_hidden_layers
     try:
         dit.config.num_hidden_layers = before + 1
@@ -191,9 +202,9 @@ def test_the_example_times_both_and_says_how_close(fresh, tiny_checkpoint, monke
     """examples/hf_dit_ahead.py, the README's measurement behind dit_ahead_of_time, loading the file built above."""
     monkeypatch.setenv("OMNI_CLI_CACHE", str(fresh[0]))
     lines = run_example("hf_dit_ahead.py", tiny_checkpoint, "--rounds", 1, "--repeats", 1,
-                        "--windows", "1x48,2x72").splitlines()
-    assert lines[0].startswith("loaded in ") and lines[0].endswith(".so"), lines
-    assert [line.split()[3:6] for line in lines[1:]] == [["1", "x", "48"], ["2", "x", "72"]], lines
+                        "--windows", "1x48,2x130").splitlines()
+    assert lines[0].startswith("loaded in ") and lines[0].endswith(".so") and lines[0].count(".so") == 2, lines
+    assert [line.split()[3:6] for line in lines[1:]] == [["1", "x", "48"], ["2", "x", "130"]], lines
     for line in lines[1:]:
         before, after = (float(line.split(label)[1].split()[0]) for label in ("eager", "ahead of time"))
         snr = line.split("SNR")[1].split()[0]

@@ -26,9 +26,20 @@ def snr_db(reference: torch.Tensor, other: torch.Tensor) -> float:
 def compiled(tiny_checkpoint):
     """The card's vocoder settings (guidance, blocks from 5) with the DiT compiled, and what its load said."""
     phases: list[str] = []
-    vocoder = build(None, {"vocoder": {"dit_compile": True}}, {"model_path": str(tiny_checkpoint)},
+    # dit_ahead_of_time off: where its files load, they run the windows and dit_compile is not used
+    vocoder = build(None, {"vocoder": {"dit_compile": True, "dit_ahead_of_time": False}}, {"model_path": str(tiny_checkpoint)},
                     on_load=lambda step: phases.append(step.phase))["vocoder"]
     return vocoder, phases
+
+
+def test_with_the_ahead_of_time_files_loaded_dit_compile_is_not_used(fresh_ahead_vocoder):
+    assert fresh_ahead_vocoder.compiled is None and fresh_ahead_vocoder.ahead is not None
+
+
+@pytest.fixture(scope="module")
+def fresh_ahead_vocoder(tiny_checkpoint):
+    return build(None, {"vocoder": {"dit_compile": True, "bigvgan_ahead_of_time": False}},
+                 {"model_path": str(tiny_checkpoint)})["vocoder"]
 
 
 def test_the_load_compiles_and_says_so(compiled):

@@ -164,6 +164,15 @@ class BlockedAttention:
         additive = torch.zeros(real.shape, dtype=dtype, device=device).masked_fill_(~real, float("-inf"))
         self.mask = additive.reshape(self.blocks, 1, span * block).expand(-1, block, -1).unsqueeze(0).contiguous()
 
+    @classmethod
+    def of_mask(cls, mask: torch.Tensor, block: int, back: int, ahead: int) -> BlockedAttention:
+        """One over a given block `mask` ([1, blocks, block, span * block], as made here): dit_aot's exported
+        form, whose mask is an input."""
+        made = cls.__new__(cls)
+        made.block, made.back, made.ahead, made.mask = block, back, ahead, mask
+        made.blocks = mask.shape[1]
+        return made
+
     def __call__(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         """[rows, heads, frames, head_dim] each -> [rows, frames, heads * head_dim]."""
         rows, heads, frames, width = query.shape
@@ -232,12 +241,17 @@ class WindowVelocity:
                 # their shape would be guarded on its sizes by torch.compile)
                 made[window] = additive.masked_fill_(~allowed, float("-inf"))[None, None]
             self.attention.append(made[window])
-        # whole-window masks and at least two rows: the velocity compiled ahead of time (dit_aot.py), if given
-        self.ahead, self.ahead_fixed = None, None
-        if ahead is not None and not by_blocks and rows >= 2:
-            self.ahead = ahead
-            self.ahead_fixed = [t.contiguous() for t in (self.condition, self.code_embed, self.speaker, self.cos,
-                                                         self.signed_sin, *ahead.masks(self.attention))]
+        # at least two rows, and a form the velocity compiled ahead of time (dit_aot.py) has, if given: its
+        # per-frame inputs padded to whole blocks for the block form (the padding's keys are masked, its rows
+        # dropped after the call)
+        self.ahead, self.ahead_form, self.ahead_fixed, self.ahead_pad = None, "", [], 0
+        form = "blocks" if by_blocks else "masks"
+        if ahead is not None and rows >= 2 and form in ahead.forms():
+            self.ahead, self.ahead_form, self.frames = ahead, form, frames
+            self.ahead_pad = -(-frames // block) * block - frames if by_blocks else 0
+            per_frame = (self.condition, self.code_embed, self.speaker, self.cos, self.signed_sin)
+            self.ahead_fixed = [F.pad(t, (0, 0, 0, self.ahead_pad)).contiguous() for t in per_frame]
+            self.ahead_fixed += [m.contiguous() for m in ahead.masks(self.attention)]
         elif compiled is not None:
             compiled.mark(self)
 
@@ -247,7 +261,11 @@ class WindowVelocity:
         hidden = torch.cat([state, state], dim=0) if self.guided else state
         if self.ahead is not None:
             layers, final = DiTCompile.modulation(self.dit, self.steps, time)
-            out = self.ahead.call(self.ahead_fixed, hidden.contiguous(), layers, final)
+            if self.ahead_pad:
+                hidden = F.pad(hidden, (0, 0, 0, self.ahead_pad))
+            out = self.ahead.call(self.ahead_form, self.ahead_fixed, hidden.contiguous(), layers, final)
+            if self.ahead_pad:
+                out = out[:, :self.frames]
         else:
             if self.compiled is not None:
                 layers, final = self.compiled.modulation(self.dit, self.steps, time)
@@ -332,8 +350,8 @@ def sample_window(
     the DiT's `TimeModulation` kept between windows (None: one for this window); windows of `blocked_from`
     blocks or more attend block by block (`BlockedAttention`; 0: never, transformers' attention exactly);
     `compiled`: each velocity through `DiTCompile`'s compiled `dit_velocity` (None: the function as it is);
-    `ahead`: a `dit_aot.DiTAheadOfTime`, which runs the velocity of windows that attend through whole-window
-    masks (its own, not `compiled`'s)."""
+    `ahead`: a `dit_aot.DiTAheadOfTime`, which runs the velocity of windows of the forms it was built for
+    (its own, not `compiled`'s)."""
     frames = noise.shape[1]
     if frames != codes.shape[1] * dit.repeats:
         raise ValueError(f"a DiT window of {codes.shape[1]} codes needs {codes.shape[1] * dit.repeats} noise frames")

@@ -60,12 +60,14 @@ class VocoderParams(ComponentParams):
     dit_compile: bool = bounded(
         False, doc="on a CPU, compile the DiT's velocity with torch.compile when the vocoder loads (about a minute "
         "the first time on a small machine, seconds from inductor's cache after): the same mel to float rounding, "
-        "fewer and fused operations per ODE step; pays on a small DiT, not at 3B width (backends/hf/dit.py, DiTCompile)")
+        "fewer and fused operations per ODE step; pays on a small DiT, not at 3B width (backends/hf/dit.py, DiTCompile); "
+        "unused where dit_ahead_of_time's files load")
     dit_ahead_of_time: bool = bounded(
-        True, doc="on a CPU, run the DiT windows that attend through whole-window masks (a request's first chunks) "
-        "through its velocity compiled ahead of time (AOTInductor): built once per machine and DiT shape (tens of "
-        "seconds), kept in $OMNI_CLI_CACHE or ~/.cache/omni_cli and loaded in milliseconds after; the same mel to "
-        "float rounding, a first chunk's DiT about a third of the time on the tiny checkpoint (backends/hf/dit_aot.py)")
+        True, doc="on a CPU, run the DiT's windows (two rows or more: with guidance, all) through its velocity "
+        "compiled ahead of time (AOTInductor), one file for the whole-window mask form and one for the block form: "
+        "built once per machine and DiT shape (about 20 s each), kept in $OMNI_CLI_CACHE or ~/.cache/omni_cli and "
+        "loaded in milliseconds after; the same mel to float rounding, a first chunk's DiT about a third of the "
+        "time on the tiny checkpoint (backends/hf/dit_aot.py)")
     bigvgan_ahead_of_time: bool = bounded(
         True, doc="on a CPU in float32, run BigVGAN's anti-aliased activations through one function compiled ahead "
         "of time (AOTInductor), built once per machine (about 15 s) into the same cache: the same samples to float "

@@ -33,7 +33,7 @@ from omni_cli.backends.hf import aoti, bigvgan_aot
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN
 from omni_cli.backends.hf.dit import DiTCompile, ODESettings, TimeModulation, sample_window, speaker_features
-from omni_cli.backends.hf.dit_aot import DiTAheadOfTime, example_inputs, load_or_build
+from omni_cli.backends.hf.dit_aot import DiTAheadOfTime, example_inputs, forms_for, load_or_build
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.onednn import ConvCosts
 from omni_cli.backends.hf.params import VocoderParams
@@ -157,23 +157,25 @@ class HFVocoder:
                 self.vocode.use(lambda act: bigvgan_aot.CompiledActivation(act, file))
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
+        self.ahead: DiTAheadOfTime | None = None  # the velocity compiled ahead of time (dit_ahead_of_time)
+        if params.dit_ahead_of_time and loaded.device.type == "cpu":
+            voice = self.new_state(self.voices()[0]).voice
+
+            def example(form: str) -> list[torch.Tensor]:
+                return example_inputs(self.dit, voice.cond, self._voice_features(voice), self.ode, self.steps, form)
+
+            forms = forms_for(self.dit, self.blocked_from)
+            self.ahead = self._ahead_of_time("DiT", on_load, lambda building: load_or_build(
+                self.dit, self.threads.count, example, forms, building, models=self.rows.count))
         self.compiled: DiTCompile | None = None  # the DiT's velocity compiled (dit_compile), else eager
-        if params.dit_compile and loaded.device.type == "cpu":  # measured on a CPU only, as the blocks
+        # (where the files compiled ahead of time loaded, they run every window with two rows or more: not this)
+        if params.dit_compile and loaded.device.type == "cpu" and self.ahead is None:  # measured on a CPU only
             on_load(LoadStep("compiling the DiT (cached after the first time)"))
             compiled = DiTCompile()
             voice = self.new_state(self.voices()[0]).voice
             with intra_op_threads(self.threads.count):  # inductor's loops take the count they are compiled under
                 compiled.warm(self.dit, voice.cond, self._voice_features(voice), self.ode, self.steps, self.blocked_from)
             self.compiled = compiled
-        self.ahead: DiTAheadOfTime | None = None  # the mask-form velocity compiled ahead of time (dit_ahead_of_time)
-        if params.dit_ahead_of_time and loaded.device.type == "cpu" and self.blocked_from != 1:
-            voice = self.new_state(self.voices()[0]).voice
-
-            def example() -> list[torch.Tensor]:
-                return example_inputs(self.dit, voice.cond, self._voice_features(voice), self.ode, self.steps)
-
-            self.ahead = self._ahead_of_time("DiT", on_load, lambda building: load_or_build(
-                self.dit, self.threads.count, example, building, models=self.rows.count))
 
     def _ahead_of_time(self, part: str, on_load: LoadReporter, make: Any) -> Any:
         """`make(building)`: a part's file from the cache, or built now (`building(path)` says so and where it

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import threading
 import time
 from functools import partial
 
@@ -32,7 +31,7 @@ def main() -> None:
     calls = [tuple(int(n) for n in call.split("x")) for call in args.calls.split(",")]
 
     import torch
-    from token2wav_parts import best_ms, load_parts
+    from token2wav_parts import best_ms, in_two_halves, load_parts
 
     from omni_cli.backends.hf import bigvgan_aot
     from omni_cli.backends.hf.bigvgan import LeanBigVGAN
@@ -45,20 +44,6 @@ def main() -> None:
     compiled.use(lambda act: bigvgan_aot.CompiledActivation(act, file))
     print(f"{'built and loaded' if built else 'loaded'} in {time.perf_counter() - start:.1f} s: {file.path}",
           flush=True)
-
-    def halves(model, mel) -> None:
-        """The call's two halves of rows on two threads at once, one intra-op thread each."""
-        def half(first: int, last: int) -> None:
-            torch.set_num_threads(1)
-            with torch.no_grad():
-                model(mel[first:last])
-
-        rows = mel.shape[0]
-        threads = [threading.Thread(target=half, args=part) for part in ((0, rows // 2), (rows // 2, rows))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
 
     with torch.no_grad():
         for round_ in range(1, args.rounds + 1):
@@ -73,8 +58,11 @@ def main() -> None:
             rows, frames = max(calls)
             if rows > 1:
                 mel = torch.randn(rows, t2w.mel_dim, frames, generator=torch.Generator().manual_seed(frames)) * 3 - 4
-                before = best_ms(partial(halves, eager, mel), args.repeats)
-                after = best_ms(partial(halves, compiled, mel), args.repeats)
+                def rows_of(model, first: int, last: int, mel=mel) -> None:
+                    model(mel[first:last])
+
+                before = best_ms(partial(in_two_halves, partial(rows_of, eager), rows), args.repeats)
+                after = best_ms(partial(in_two_halves, partial(rows_of, compiled), rows), args.repeats)
                 print(f"round {round_}  BigVGAN {rows} x {frames:3d} frames in two threads  eager {before:7.1f} ms  "
                       f"ahead of time {after:7.1f} ms  ratio {after / before:4.2f}", flush=True)
 

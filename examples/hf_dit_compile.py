@@ -16,7 +16,6 @@ threads, eager against compiled (the compiled kernels let the GIL go, so the hal
 from __future__ import annotations
 
 import math
-import threading
 import time
 from functools import partial
 
@@ -27,7 +26,7 @@ def main() -> None:
     args = window_arguments(__doc__, "1x72,1x130,4x168,8x264")
 
     import torch
-    from token2wav_parts import best_ms, load_parts
+    from token2wav_parts import best_ms, in_two_halves, load_parts
 
     from omni_cli.backends.hf import dit as ditmod
 
@@ -51,19 +50,6 @@ def main() -> None:
                                         t2w.features, t2w.settings, steps, blocked_from, form)
         return run
 
-    def halves(run, rows: int, form: ditmod.DiTCompile | None) -> None:
-        """The window's two halves of rows on two threads at once, one intra-op thread each."""
-        def half(first: int, last: int) -> None:
-            torch.set_num_threads(1)
-            with torch.no_grad():
-                run(form, first, last)
-
-        threads = [threading.Thread(target=half, args=part) for part in ((0, rows // 2), (rows // 2, rows))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-
     with torch.no_grad():
         for round_ in range(1, args.rounds + 1):
             for rows, frames in windows:
@@ -78,8 +64,8 @@ def main() -> None:
             rows, frames = max(windows)
             if rows > 1:
                 run = window(rows, frames)
-                before = best_ms(partial(halves, run, rows, None), args.repeats)
-                after = best_ms(partial(halves, run, rows, compiled), args.repeats)
+                before = best_ms(partial(in_two_halves, partial(run, None), rows), args.repeats)
+                after = best_ms(partial(in_two_halves, partial(run, compiled), rows), args.repeats)
                 print(f"round {round_}  DiT {rows} x {frames:3d} frames in two threads  eager {before:7.1f} ms  "
                       f"compiled {after:7.1f} ms  ratio {after / before:4.2f}", flush=True)
 

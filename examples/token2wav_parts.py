@@ -1,6 +1,7 @@
 """What the vocoder examples share: token2wav's modules from a checkpoint, one speaker's DiT inputs, a timer.
 
-Not run on its own: `hf_vocoder_ab.py`, `hf_row_threads.py`, `hf_dit_blocks.py` and `hf_dit_compile.py` import it
+Not run on its own: `hf_vocoder_ab.py`, `hf_row_threads.py`, `hf_dit_blocks.py`, `hf_dit_compile.py`,
+`hf_dit_ahead.py` and `hf_bigvgan_ahead.py` import it
 (a script's own folder is on its path).
 """
 
@@ -51,6 +52,25 @@ def best_ms(call, repeats: int) -> float:
         call()
         best = min(best, time.perf_counter() - start)
     return best * 1e3
+
+
+def in_two_halves(part, rows: int) -> None:
+    """`part(0, rows // 2)` and `part(rows // 2, rows)` on two Python threads at once, one intra-op thread each,
+    without gradients: a batch's rows as the vocoder's row threads split them."""
+    import threading
+
+    import torch
+
+    def half(first: int, last: int) -> None:
+        torch.set_num_threads(1)
+        with torch.no_grad():
+            part(first, last)
+
+    threads = [threading.Thread(target=half, args=span) for span in ((0, rows // 2), (rows // 2, rows))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def window_arguments(doc: str, windows: str) -> argparse.Namespace:

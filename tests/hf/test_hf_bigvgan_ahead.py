@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from hf_cards import run_example  # noqa: E402
+from test_hf_dit_compile import snr_db  # noqa: E402
 
 from omni_cli.backends.hf import build  # noqa: E402
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN, _FirActivation  # noqa: E402
@@ -21,11 +22,6 @@ from omni_cli.backends.hf.params import VocoderParams  # noqa: E402
 from omni_cli.spec import Located, SpecError, load_dataclass  # noqa: E402
 
 BUILDING = "compiling the BigVGAN ahead of time, once for this machine (into {})"
-
-
-def snr_db(reference: torch.Tensor, other: torch.Tensor) -> float:
-    error = float(((reference.double() - other.double()) ** 2).sum())
-    return math.inf if error == 0 else 10 * math.log10(float((reference.double() ** 2).sum()) / error)
 
 
 def _vocoder(checkpoint, cache, **params):

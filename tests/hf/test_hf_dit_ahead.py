@@ -17,6 +17,7 @@ pytest.importorskip("transformers")
 
 import hf_cards  # noqa: E402
 from hf_cards import run_example  # noqa: E402
+from test_hf_dit_compile import random_window, snr_db  # noqa: E402
 from test_hf_token2wav import MIN_SNR_DB  # noqa: E402
 from test_hf_token2wav import snr_db as samples_snr_db  # noqa: E402
 
@@ -29,11 +30,6 @@ from omni_cli.spec import Located, SpecError, load_dataclass  # noqa: E402
 from omni_cli.spec.request import SpeakRequest  # noqa: E402
 
 BUILDING = "compiling the DiT ahead of time, once for this machine (into {})"
-
-
-def snr_db(reference: torch.Tensor, other: torch.Tensor) -> float:
-    error = float(((reference.double() - other.double()) ** 2).sum())
-    return math.inf if error == 0 else 10 * math.log10(float((reference.double() ** 2).sum()) / error)
 
 
 def _vocoder(checkpoint, cache, **params):
@@ -77,12 +73,7 @@ def test_the_first_load_builds_into_the_cache_and_says_so_the_next_only_loads(fr
                                                     (1, 122, "blocks"), (3, 168, "blocks"), (2, 250, "blocks")])
 def test_windows_of_either_form_run_the_compiled_velocity_within_rounding_of_eager(fresh, windows, frames, form):
     _, (vocoder, _), _ = fresh
-    state = vocoder.new_state(vocoder.voices()[0], seed=1)
-    features = vocoder._voice_features(state.voice)
-    generator = torch.Generator().manual_seed(windows * 1000 + frames)
-    noise = torch.randn(windows, frames, vocoder.mel_dim, generator=generator)
-    codes = torch.randint(0, 100, (windows, frames // vocoder.repeats), generator=generator)
-    cond = state.voice.cond.expand(windows, -1)
+    noise, codes, cond, features = random_window(vocoder, windows, frames)
     velocity = WindowVelocity(vocoder.dit, codes, cond, features, vocoder.ode, vocoder.steps, vocoder.blocked_from,
                               None, vocoder.ahead)
     assert velocity.ahead is vocoder.ahead and velocity.ahead_form == form  # 5 blocks and more: blocks

@@ -22,6 +22,16 @@ def snr_db(reference: torch.Tensor, other: torch.Tensor) -> float:
     return math.inf if error == 0 else 10 * math.log10(float((reference.double() ** 2).sum()) / error)
 
 
+def random_window(vocoder, windows: int, frames: int) -> tuple:
+    """`windows` rows of seeded noise and codes over `frames` mel frames, the first voice's cond for each row and
+    its speaker features: a DiT window's inputs (`sample_window`'s noise, codes, cond, features)."""
+    state = vocoder.new_state(vocoder.voices()[0], seed=1)
+    generator = torch.Generator().manual_seed(windows * 1000 + frames)
+    noise = torch.randn(windows, frames, vocoder.mel_dim, generator=generator)
+    codes = torch.randint(0, 100, (windows, frames // vocoder.repeats), generator=generator)
+    return noise, codes, state.voice.cond.expand(windows, -1), vocoder._voice_features(state.voice)
+
+
 @pytest.fixture(scope="module")
 def compiled(tiny_checkpoint):
     """The card's vocoder settings (guidance, blocks from 5) with the DiT compiled, and what its load said."""
@@ -53,12 +63,7 @@ def test_the_load_compiles_and_says_so(compiled):
 @pytest.mark.parametrize("windows, frames", [(1, 72), (1, 46), (1, 130), (3, 168), (2, 96), (5, 250), (8, 264)])
 def test_every_window_runs_the_code_compiled_at_load_with_the_eager_values(compiled, windows, frames):
     vocoder, _ = compiled
-    state = vocoder.new_state(vocoder.voices()[0], seed=1)
-    features = vocoder._voice_features(state.voice)
-    generator = torch.Generator().manual_seed(windows * 1000 + frames)
-    noise = torch.randn(windows, frames, vocoder.mel_dim, generator=generator)
-    codes = torch.randint(0, 100, (windows, frames // vocoder.repeats), generator=generator)
-    cond = state.voice.cond.expand(windows, -1)
+    noise, codes, cond, features = random_window(vocoder, windows, frames)
 
     def window(with_compiled):
         return sample_window(vocoder.dit, noise, codes, cond, features, vocoder.ode, vocoder.steps,

@@ -405,7 +405,7 @@ class HFVocoder:
             ws = [windows[i] for i in members]
             voice = ws[0].voice
             features = self._voice_features(voice)
-            if len(ws) == 1:  # alone: exactly the call whose whole-utterance form equals transformers (eager)
+            if len(ws) == 1:  # alone: the call whose whole-utterance form equals transformers (eager, no files)
                 mel = sample_window(self.dit, ws[0].noise, ws[0].codes, voice.cond, features, self.ode, self.steps,
                                     self.blocked_from, self.compiled, self.ahead)
             else:

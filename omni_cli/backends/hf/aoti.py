@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import tempfile
 import warnings
 import zipfile
@@ -103,7 +104,9 @@ def export(module: torch.nn.Module, example: tuple, shapes: Any) -> Any:
 def built(directory: str, name: str, key: str, build: Callable[[Path], None],
           on_build: Callable[[Path], None] = lambda path: None, root: Path | None = None) -> Path:
     """The library `name`-`key`.so in the cache's `directory`: there already, or made now by `build(path)`
-    (`on_build(path)` first, so a caller can say it is compiling). One process builds a key at a time."""
+    (`on_build(path)` first, so a caller can say it is compiling). One process builds a key at a time; what a
+    build that was stopped left (a process ended at once by Ctrl-C while loading, or killed) is removed by the
+    next one, which holds the key's lock, so nothing else can be writing it."""
     folder = (root or cache_root()) / directory
     path = folder / f"{name}-{key}.so"
     if not path.exists():
@@ -111,6 +114,8 @@ def built(directory: str, name: str, key: str, build: Callable[[Path], None],
         folder.mkdir(parents=True, exist_ok=True)
         with _locked(folder / f"{name}-{key}.lock"):
             if not path.exists():
+                for stale in folder.glob(f"{name}-{key}.partial-*"):
+                    shutil.rmtree(stale, ignore_errors=True)
                 build(path)
     return path
 

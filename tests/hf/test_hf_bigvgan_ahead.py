@@ -75,6 +75,20 @@ def test_the_exported_expressions_are_the_chains_arithmetic(fresh, channels, len
         assert torch.allclose(FusedActivation(fir)(hidden, fir.alpha, fir.inv_beta), fir(hidden), atol=1e-5, rtol=0)
 
 
+def test_one_file_serves_only_activations_whose_filters_all_match(fresh):
+    """The file bakes one activation's taps in: a BigVGAN whose activations differ there keeps the eager chains."""
+    from omni_cli.backends.hf import bigvgan_aot
+
+    _, (vocoder, _), _ = fresh
+    lean = LeanBigVGAN(vocoder.bigvgan)
+    assert bigvgan_aot.applies(lean)
+    odd = lean.activations()[3]
+    phase, offset, tap = odd.down_terms[0]
+    odd.down_terms[0] = (phase, offset, tap * 2)
+    assert not bigvgan_aot.applies(lean)
+    assert not bigvgan_aot.applies(LeanBigVGAN(vocoder.bigvgan, fir=False))  # the convolutions' form
+
+
 def test_a_failed_build_leaves_the_activations_eager_and_the_load_says_why(tiny_checkpoint, tmp_path, monkeypatch):
     import torch._inductor
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ def cache_root() -> Path:
     return Path(base).expanduser() / "omni_cli"
 
 
+@functools.cache
 def _cpu() -> str:
     """This CPU's model and feature flags (inductor compiles with -march=native)."""
     try:
@@ -80,9 +82,7 @@ def compile_to(exported: Any, library: Path) -> None:
     library.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=library.parent, prefix=library.stem + ".partial-") as scratch:
         package = Path(scratch) / "package.pt2"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations: not the user's
-            warnings.simplefilter("ignore", DeprecationWarning)
+        with _without_torch_deprecations():
             aoti_compile_and_package(exported, package_path=str(package),
                                      inductor_configs={"aot_inductor.package_constants_in_so": False})
         with zipfile.ZipFile(package) as archive:
@@ -94,11 +94,18 @@ def compile_to(exported: Any, library: Path) -> None:
 
 
 def export(module: torch.nn.Module, example: tuple, shapes: Any) -> Any:
-    """`torch.export.export` without torch's own deprecation warnings (not the user's to see)."""
-    with torch.no_grad(), warnings.catch_warnings():
+    """`torch.export.export` without torch's own deprecation warnings."""
+    with torch.no_grad(), _without_torch_deprecations():
+        return torch.export.export(module, example, dynamic_shapes=shapes)
+
+
+@contextlib.contextmanager
+def _without_torch_deprecations() -> Iterator[None]:
+    """torch's own FutureWarnings and DeprecationWarnings, raised inside export and compile: not the user's to see."""
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        return torch.export.export(module, example, dynamic_shapes=shapes)
+        yield
 
 
 def built(directory: str, name: str, key: str, build: Callable[[Path], None],

@@ -108,5 +108,10 @@ def load_or_build(fir: _FirActivation, threads: int, on_build: Callable[[Path], 
 
 
 def applies(lean: Any) -> bool:
-    """Every activation of `lean` (a LeanBigVGAN) is a `_FirActivation` (float32 on a CPU, ratio 2)."""
-    return all(isinstance(act, _FirActivation) for act in lean.activations())
+    """Every activation of `lean` (a LeanBigVGAN) is a `_FirActivation` (float32 on a CPU, ratio 2) with the same
+    filters, taps and offsets: what the one file, made from one of them, bakes in."""
+    activations = lean.activations()
+    if not all(isinstance(act, _FirActivation) for act in activations):
+        return False
+    shared = FusedActivation(activations[-1]).material()
+    return all(FusedActivation(act).material() == shared for act in activations)

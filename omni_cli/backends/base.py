@@ -26,6 +26,7 @@ class LoadStep:
     done: int | None = None
     total: int | None = None
     unit: str = ""  # what done/total count: "tensors", "voices"
+    note: bool = False  # a line to keep, not a phase that passes (a part that falls back to a slower path)
 
 
 LoadReporter = Callable[[LoadStep], None]  # the caller renders; a build without one reports nothing

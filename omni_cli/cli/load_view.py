@@ -43,7 +43,7 @@ class PlainLoadView(LoadView):
 
 class LiveLoadView(LoadView):
     """A TTY: one redrawn line, the phase with a bar and counts where it counts; started by the first phase
-    (a backend that reports none draws nothing) and gone once loaded."""
+    (a backend that reports none draws nothing) and gone once loaded. A note stays, a line above it."""
 
     def __init__(self, err: TextIO, console=None):
         from rich.console import Console
@@ -55,6 +55,10 @@ class LiveLoadView(LoadView):
     def __call__(self, step: LoadStep) -> None:
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+        if step.note:  # kept above the redrawn line (rich prints it there, wrapped to the terminal's width)
+            (self._progress.console if self._progress is not None else self.console).print(
+                f"omni: {step.phase}", highlight=False, markup=False)
+            return
         if self._progress is None:
             self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=20),
                                       TextColumn("{task.fields[count]}"), TimeElapsedColumn(), console=self.console,

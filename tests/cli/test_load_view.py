@@ -57,3 +57,23 @@ def test_on_a_terminal_one_line_names_the_phase_and_counts_the_weights(width):
 def test_quiet_shows_nothing_and_a_pipe_gets_plain_lines():
     assert type(make_load_view(io.StringIO(), quiet=True)) is LoadView
     assert type(make_load_view(io.StringIO(), quiet=False)) is PlainLoadView
+
+
+def test_on_a_terminal_a_note_stays_above_the_line_that_goes():
+    """A part that fell back (the hf vocoder's compiled files) says so in a line the finished load keeps."""
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=False, color_system=None)
+    note = "the DiT runs uncompiled: its ahead-of-time file could not be built or loaded (OSError: [x] y)"
+    with LiveLoadView(out, console=console) as view:
+        view(LoadStep("building voices", 1, 2, "voices"))
+        view(LoadStep(note, note=True))
+        view(LoadStep("compiling the BigVGAN ahead of time"))
+    text = out.getvalue()
+    assert "omni: the DiT runs uncompiled" in text and "(OSError: [x] y)" in text  # printed, not a phase
+    assert all(len(line) <= 80 for line in text.splitlines())
+    err = io.StringIO()
+    with PlainLoadView(err) as plain:
+        plain(LoadStep(note, note=True))
+    assert err.getvalue() == f"omni: {note}\n"

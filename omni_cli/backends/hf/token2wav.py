@@ -192,7 +192,7 @@ class HFVocoder:
             reason = f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
             self.ahead_failed[part] = reason
             on_load(LoadStep(f"the {part} runs uncompiled: its ahead-of-time file could not be built or loaded "
-                             f"({reason[:160]})"))
+                             f"({reason[:160]})", note=True))
             return None
 
     @property

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -18,7 +19,7 @@ from starlette.routing import Route
 from ..engine import Engine
 from ..spec.stream import RequestDone
 from . import chat, speech
-from .bodies import ModelInfo, speech_body
+from .bodies import ModelInfo, decode_body, speech_body
 from .errors import ApiError, server_error
 from .metrics import Metrics
 from .responses import EngineResponse
@@ -34,6 +35,10 @@ class ServeOptions:
     max_queue: int = 64  # accepted requests waiting for a slot; one more is a 429
     max_body_bytes: int = 64 << 10  # JSON bodies: the longest input a card takes is a few KiB of UTF-8
     max_header_bytes: int = 16 << 10  # all request headers together
+    header_timeout_s: float = 10.0  # from a connection's first byte (or its last response) to its whole header block
+    body_timeout_s: float = 30.0  # from the headers to the body's last byte
+    keep_alive_s: float = 5.0  # an idle connection between requests is closed after this
+    max_connections: int = 512  # open connections; past it the oldest that has not sent a whole request is closed
 
 
 class ServeContext:
@@ -82,17 +87,25 @@ class ServeContext:
         }
 
 
-async def read_body(request: Request, cap: int) -> bytes:
-    """The body, refused with 413 as soon as it passes `cap` (declared or streamed)."""
+async def read_body(request: Request, options: ServeOptions) -> bytes:
+    """The body, refused with 413 as soon as it passes the cap (declared or streamed), and with 408 when it has
+    not all arrived within `body_timeout_s` (a client that sends half a body and waits holds nothing for long)."""
+    cap = options.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
         raise ApiError(413, f"the request body is {declared} bytes, over the server's limit of {cap}",
                        code="request_too_large")
     data = bytearray()
-    async for piece in request.stream():
-        data += piece
-        if len(data) > cap:
-            raise ApiError(413, f"the request body is over the server's limit of {cap} bytes", code="request_too_large")
+    try:
+        with anyio.fail_after(options.body_timeout_s):
+            async for piece in request.stream():
+                data += piece
+                if len(data) > cap:
+                    raise ApiError(413, f"the request body is over the server's limit of {cap} bytes",
+                                   code="request_too_large")
+    except TimeoutError:
+        raise ApiError(408, f"the request body did not arrive within {options.body_timeout_s:g} s",
+                       code="request_timeout", headers={"Connection": "close"}) from None
     return bytes(data)
 
 
@@ -112,8 +125,8 @@ def endpoint(ctx: ServeContext, name: str, fn):
 
 
 async def speech_route(ctx: ServeContext, request: Request):
-    body = speech_body(ctx.info, await read_body(request, ctx.options.max_body_bytes))
-    reason = speech.can_write(ctx, body.response_format)
+    body = decode_body(speech_body, ctx.info, await read_body(request, ctx.options))
+    reason = speech.can_write(ctx, body.response_format, body.sample_rate)
     if reason is not None:
         raise ApiError(400, f"response_format {body.response_format!r}: {reason}", param="response_format",
                        code="unsupported_value")
@@ -122,7 +135,7 @@ async def speech_route(ctx: ServeContext, request: Request):
 
 
 async def chat_route(ctx: ServeContext, request: Request):
-    body = chat.chat_body(ctx.info, await read_body(request, ctx.options.max_body_bytes))
+    body = decode_body(chat.chat_body, ctx.info, await read_body(request, ctx.options))
     ticket = ctx.worker.submit(body.request, "chat")
     return EngineResponse(ctx.worker, ticket, chat.produce(ctx, body, ticket))
 

@@ -83,7 +83,7 @@ class ServeContext:
             "omni_queue_depth": ("Accepted requests waiting for a slot.", self.worker.waiting),
             "omni_memory_budget_reserved_bytes": ("Engine memory budget in use.", budget.reserved),
             "omni_memory_budget_capacity_bytes": ("Engine memory budget.", budget.capacity),
-            "omni_engine_up": ("1 while the engine thread runs.", int(self.worker.is_alive)),
+            "omni_engine_up": ("1 while the engine thread and its workers run.", int(self.worker.failure() is None)),
         }
 
 
@@ -158,11 +158,12 @@ async def models_route(ctx: ServeContext, request: Request):
 
 
 async def health_route(ctx: ServeContext, request: Request):
-    alive = ctx.worker.is_alive
+    failure = ctx.worker.failure()  # the engine thread and every component's worker: a 503 sends traffic elsewhere
     budget = ctx.engine.budget
-    return JSONResponse({"status": "ok" if alive else "engine stopped", "active": ctx.worker.active,
-                         "waiting": ctx.worker.waiting, "budget_reserved_bytes": budget.reserved,
-                         "budget_capacity_bytes": budget.capacity}, 200 if alive else 503)
+    return JSONResponse({"status": "ok" if failure is None else "unhealthy", "reason": failure,
+                         "active": ctx.worker.active, "waiting": ctx.worker.waiting,
+                         "budget_reserved_bytes": budget.reserved, "budget_capacity_bytes": budget.capacity},
+                        200 if failure is None else 503)
 
 
 async def metrics_route(ctx: ServeContext, request: Request):

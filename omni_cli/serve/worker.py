@@ -69,6 +69,14 @@ class EngineWorker:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    def failure(self) -> str | None:
+        """Why no request can run now (the engine thread ended, a component's worker process died), else None."""
+        if not self._thread.is_alive():
+            crashed = f": {type(self.crashed).__name__}: {self.crashed}" if self.crashed is not None else ""
+            return f"the engine thread has stopped{crashed}"
+        reasons = self.engine.failures()
+        return "; ".join(reasons) if reasons else None
+
     @property
     def waiting(self) -> int:
         """Accepted requests beyond the running ones (the queue `--max-queue` bounds)."""
@@ -82,8 +90,10 @@ class EngineWorker:
                                 f"(--concurrency {self.concurrency}, --max-queue {self.max_queue}); retry later",
                            type="rate_limit_error", code="rate_limit_exceeded",
                            headers={"Retry-After": str(self.retry_after_s())})
-        if not self._thread.is_alive():
-            raise ApiError(503, "the engine thread has stopped", type="server_error", code="engine_stopped")
+        failure = self.failure()
+        if failure is not None:  # one line, at once: no request could run, so none is queued
+            raise ApiError(503, f"the server cannot run requests: {failure}; it must be restarted",
+                           type="server_error", code="engine_unhealthy")
         loop = asyncio.get_running_loop()
         rid = f"{prefix}-{next(self._ids)}"
         request = replace(request, request_id=rid)  # every other field as the body gave it (speed included)

@@ -1,0 +1,89 @@
+"""A component's worker process killed under a real server: /health says so (503, the reason), the request in
+flight fails with one line, and later requests get a 503 at once instead of a 500 for ever."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+from serve_helpers import CARD, LONG_TEXT, Served, serve
+
+from omni_cli.api import load
+from omni_cli.engine import Engine
+from omni_cli.engine.executors import make_executors, placement_of
+from omni_cli.serve.server import start_background
+from omni_cli.spec.placement import override_placement
+
+
+@pytest.fixture
+def placed():
+    """A server whose vocoder runs in a worker process (`--placement vocoder=process`)."""
+    program = load(CARD)
+    placement = placement_of(program, override_placement(program.card.placement, "vocoder=process",
+                                                         list(program.components)))
+    executors = make_executors(program, placement)
+    engine = Engine(program, executors=executors)
+    served = Served(start_background(engine, CARD), recorder=None)
+    yield served, executors["vocoder"]
+    served.server.stop()
+    engine.close()
+
+
+def _speak(url: str, text: str) -> httpx.Response:
+    return httpx.post(url + "/v1/audio/speech", json={"model": CARD, "input": text, "response_format": "wav"},
+                      timeout=60)
+
+
+def test_a_killed_worker_makes_health_503_and_fails_requests_with_one_line(placed):
+    served, vocoder = placed
+    assert httpx.get(served.url + "/health").json()["status"] == "ok"
+    assert _speak(served.url, "Before the worker dies.").status_code == 200
+
+    answers = []  # a whole-file request: its failure is a JSON body, not a cut stream
+    thread = threading.Thread(target=lambda: answers.append(_speak(served.url, LONG_TEXT)))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not served.ctx.worker.active:  # the long request is in the engine
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    (pid,) = list(vocoder._pool._processes)  # the worker's own pid, killed as the OOM killer would
+    os.kill(pid, signal.SIGKILL)
+    thread.join(60)
+    assert not thread.is_alive()
+    (failed,) = answers
+    assert failed.status_code == 500, failed.text[:300]
+    message = failed.json()["error"]["message"]
+    assert "vocoder: its worker process died" in message and "\n" not in message
+
+    health = httpx.get(served.url + "/health", timeout=10)
+    assert health.status_code == 503 and health.json()["status"] == "unhealthy"
+    assert "vocoder: its worker process died" in health.json()["reason"]
+    after = _speak(served.url, "After the worker died.")
+    assert after.status_code == 503, after.text
+    error = after.json()["error"]
+    assert error["code"] == "engine_unhealthy" and "vocoder: its worker process died" in error["message"]
+    metrics = httpx.get(served.url + "/metrics", timeout=10).text
+    assert "omni_engine_up 0" in metrics
+
+
+def test_health_is_503_even_before_any_request_meets_the_dead_worker(placed):
+    served, vocoder = placed
+    (pid,) = list(vocoder._pool._processes)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while (health := httpx.get(served.url + "/health", timeout=10)).status_code == 200:
+        assert time.monotonic() < deadline, "/health still says ok after the worker died"
+        time.sleep(0.05)
+    assert health.status_code == 503 and "vocoder" in health.json()["reason"]
+
+
+def test_an_inline_server_stays_healthy(toy):
+    served = serve(toy)
+    try:
+        assert httpx.get(served.url + "/health").status_code == 200 and served.engine.failures() == []
+    finally:
+        served.server.stop()

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from ..engine import Engine
+from ..program.compiler import SPEED_RANGE
 from ..spec.stream import RequestDone
 from . import chat, speech
 from .bodies import ModelInfo, decode_body, speech_body
@@ -55,9 +56,10 @@ class ServeContext:
         voices = tuple(engine.program.voices())
         thinker = next((spec for name, spec in card.loops.items() if self._roles[name] == "thinker"), None)
         names = tuple(dict.fromkeys([card_name, card.model]))
+        speed = any(loop.kind == "sentence_frames" for loop in engine.program.loops.values())  # as the compiler
         self.info = ModelInfo(names, voices, card.defaults.voice or (voices[0] if voices else None),
                               card.limits.max_text_chars, thinker.max_tokens if thinker else 1, card.sample_rate,
-                              tuple(card.capabilities))
+                              tuple(card.capabilities), SPEED_RANGE if speed else None)
         self.worker = EngineWorker(engine, concurrency=options.concurrency, max_queue=options.max_queue,
                                    on_event=self._on_event, on_trace=self.metrics.on_trace)
         self.started = time.time()
@@ -152,6 +154,7 @@ async def models_route(ctx: ServeContext, request: Request):
                              "description": card.description, "capabilities": list(card.capabilities),
                              "voices": list(ctx.info.voices), "sample_rate": card.sample_rate,
                              "max_input_chars": card.limits.max_text_chars,
+                             "speed_range": list(ctx.info.speed_range) if ctx.info.speed_range else None,
                              "response_formats": [f for f in ("wav", "pcm", "flac", "mp3", "opus")
                                                   if speech.can_write(ctx, f) is None]}
     return JSONResponse({"object": "list", "data": [{"id": name, **entry} for name in ctx.info.names]})

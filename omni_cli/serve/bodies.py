@@ -37,6 +37,7 @@ class ModelInfo:
     max_tokens: int  # the thinker's cap
     sample_rate: int
     capabilities: tuple[str, ...]
+    speed_range: tuple[float, float] | None = None  # a request's speed where the card has speed control
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,13 @@ def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
     # refuses it, naming the field, where it cannot; 1.0, the default, is the same as leaving it out
     speed = get(body, "speed", (int, float))
     speed = None if speed is None or speed == 1.0 else float(speed)
+    if speed is not None and info.speed_range is None:
+        raise bad_request(f"speed {speed:g} is not supported: model {info.names[-1]!r} has no speed control (a "
+                          "sentence voice such as piper_joe has); leave speed out or at 1.0", "speed",
+                          "unsupported_value")
+    if speed is not None and not info.speed_range[0] <= speed <= info.speed_range[1]:
+        raise bad_request(f"'speed' must be between {info.speed_range[0]:g} and {info.speed_range[1]:g}, "
+                          f"got {speed:g}", "speed")
     if get(body, "instructions", str, "").strip():
         # a card's voice and, for the Qwen cards, its system prompt are the card's (`--set`), not a request's
         raise bad_request("'instructions' is not supported: this server's requests carry no instructions (a "

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
@@ -108,6 +108,9 @@ async def read_body(request: Request, options: ServeOptions) -> bytes:
     except TimeoutError:
         raise ApiError(408, f"the request body did not arrive within {options.body_timeout_s:g} s",
                        code="request_timeout", headers={"Connection": "close"}) from None
+    except ClientDisconnect:  # nobody reads the answer; the log and /metrics see a client error, not ours
+        raise ApiError(400, "the client closed the connection before its body arrived",
+                       code="client_disconnected") from None
     return bytes(data)
 
 

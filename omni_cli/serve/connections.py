@@ -39,6 +39,12 @@ class GuardedH11Protocol(H11Protocol):
             self._header_timer = None
         super().connection_lost(exc)
 
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        if self._header_timer is not None:  # the WebSocket protocol takes the connection over
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().handle_websocket_upgrade(event)
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
         self._arm()  # the next request's headers get the same time as the first's

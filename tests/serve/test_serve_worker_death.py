@@ -4,9 +4,13 @@ flight fails with one line, and later requests get a 503 at once instead of a 50
 from __future__ import annotations
 
 import os
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +21,10 @@ from omni_cli.engine import Engine
 from omni_cli.engine.executors import make_executors, placement_of
 from omni_cli.serve.server import start_background
 from omni_cli.spec.placement import override_placement
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("OMNI_")}, "PYTHONPATH": str(ROOT),
+       "PYTHONUNBUFFERED": "1"}
 
 
 @pytest.fixture
@@ -87,3 +95,48 @@ def test_an_inline_server_stays_healthy(toy):
         assert httpx.get(served.url + "/health").status_code == 200 and served.engine.failures() == []
     finally:
         served.server.stop()
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of `pid`'s child processes, read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads child processes from /proc")
+def test_omni_serve_with_a_placed_worker_reports_its_death_on_health():
+    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--port", "0", "--no-warm-up",
+                             "--placement", "vocoder=process"], stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    try:
+        line = proc.stderr.readline()
+        found = re.search(r"on http://127\.0\.0\.1:(\d+) ", line)
+        assert found, line
+        url = f"http://127.0.0.1:{found.group(1)}"
+        assert _speak(url, "Hello.").status_code == 200
+        (worker,) = [pid for pid, cmdline in _children(proc.pid) if "spawn_main" in cmdline]
+        os.kill(worker, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while (health := httpx.get(url + "/health", timeout=10)).status_code == 200:
+            assert time.monotonic() < deadline, "/health still says ok after the worker died"
+            time.sleep(0.05)
+        assert health.status_code == 503 and "vocoder: its worker process died" in health.json()["reason"]
+        after = _speak(url, "Hello again.")
+        assert after.status_code == 503 and after.json()["error"]["code"] == "engine_unhealthy"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()

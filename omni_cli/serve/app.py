@@ -89,6 +89,9 @@ class ServeContext:
         }
 
 
+CLOSE = {"Connection": "close"}  # a body refused half-read: the rest is not read, so the connection ends
+
+
 async def read_body(request: Request, options: ServeOptions) -> bytes:
     """The body, refused with 413 as soon as it passes the cap (declared or streamed), and with 408 when it has
     not all arrived within `body_timeout_s` (a client that sends half a body and waits holds nothing for long)."""
@@ -96,7 +99,7 @@ async def read_body(request: Request, options: ServeOptions) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
         raise ApiError(413, f"the request body is {declared} bytes, over the server's limit of {cap}",
-                       code="request_too_large")
+                       code="request_too_large", headers=CLOSE)
     data = bytearray()
     try:
         with anyio.fail_after(options.body_timeout_s):
@@ -104,10 +107,10 @@ async def read_body(request: Request, options: ServeOptions) -> bytes:
                 data += piece
                 if len(data) > cap:
                     raise ApiError(413, f"the request body is over the server's limit of {cap} bytes",
-                                   code="request_too_large")
+                                   code="request_too_large", headers=CLOSE)
     except TimeoutError:
         raise ApiError(408, f"the request body did not arrive within {options.body_timeout_s:g} s",
-                       code="request_timeout", headers={"Connection": "close"}) from None
+                       code="request_timeout", headers=CLOSE) from None
     except ClientDisconnect:  # nobody reads the answer; the log and /metrics see a client error, not ours
         raise ApiError(400, "the client closed the connection before its body arrived",
                        code="client_disconnected") from None

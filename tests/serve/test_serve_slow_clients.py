@@ -89,3 +89,11 @@ def test_past_the_connection_cap_the_oldest_waiting_ones_make_room(toy):
         assert closed_first >= 30 and closed_later == 0  # one per connection past the cap, oldest first
     finally:
         served.server.stop()
+
+
+def test_a_body_refused_as_too_large_ends_the_connection(strict):
+    head = (f"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {10 << 20}\r\n\r\n").encode()
+    socks = _open(strict.url, 1, head + b"{" + b" " * 1000)  # the client would go on sending the rest
+    closed, said = _closed_by_server(socks, within_s=5)
+    assert closed == 1 and said[0].startswith(b"HTTP/1.1 413 ") and b"connection: close" in said[0].lower()

@@ -138,7 +138,7 @@ async def speech_route(ctx: ServeContext, request: Request):
     if reason is not None:
         raise ApiError(400, f"response_format {body.response_format!r}: {reason}", param="response_format",
                        code="unsupported_value")
-    ticket = ctx.worker.submit(body.request, "speech")
+    ticket = ctx.worker.submit(body.request, "speech", body.sample_rate)
     return EngineResponse(ctx.worker, ticket, speech.produce(ctx, body, ticket))
 
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-import numpy as np
-
 from ..audio.encode import can_encode, encode, pcm16_bytes
-from ..audio.resample import ChunkResampler, resample
 from ..audio.pcm import UNKNOWN_SIZE, wav_header
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus
 from .bodies import SpeechBody
@@ -22,20 +19,6 @@ CONTENT_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "
 def can_write(ctx, fmt: str, sample_rate: int | None = None) -> str | None:
     """None when this server can answer in `fmt` (at `sample_rate`, else the card's), else why not."""
     return can_encode(fmt, sample_rate or ctx.sample_rate)
-
-
-class Output:
-    """The audio as the client asked for it: at the card's rate, or resampled chunk by chunk to its own."""
-
-    def __init__(self, card_rate: int, wanted: int | None):
-        self.sample_rate = wanted or card_rate
-        self._resampler = ChunkResampler(card_rate, wanted) if wanted else None
-
-    def chunk(self, samples: np.ndarray) -> np.ndarray:
-        return samples if self._resampler is None else self._resampler.chunk(samples)
-
-    def tail(self) -> np.ndarray:
-        return np.zeros(0, np.float32) if self._resampler is None else self._resampler.flush()
 
 
 async def accepted(ticket: Ticket) -> ApiError | None:
@@ -94,9 +77,10 @@ async def _whole(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
     error = ended_badly(event)
     if error is not None:
         return await send_error(send, error, _headers(ticket))
+    import numpy as np
+
     samples = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
-    rate = body.sample_rate or ctx.sample_rate
-    data = encode(resample(samples, ctx.sample_rate, rate), rate, body.response_format)
+    data = encode(samples, ticket.sample_rate, body.response_format)
     await send_whole(send, 200, CONTENT_TYPES[body.response_format], data, _headers(ticket))
 
 
@@ -104,18 +88,17 @@ async def _raw(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
     refusal = await accepted(ticket)
     if refusal is not None:
         return await send_error(send, refusal, _headers(ticket))
-    out = Output(ctx.sample_rate, body.sample_rate)
     await send_start(send, 200, CONTENT_TYPES[body.response_format], _headers(ticket))
     if body.response_format == "wav":  # a stream's header: sizes unknown, the data runs to the end
-        await send_body(send, wav_header(out.sample_rate, 1, UNKNOWN_SIZE))
+        await send_body(send, wav_header(ticket.sample_rate, 1, UNKNOWN_SIZE))
     while True:
         event = await ticket.events.get()
         if isinstance(event, AudioChunk):
-            await send_body(send, pcm16_bytes(out.chunk(event.samples)))
+            await send_body(send, pcm16_bytes(event.samples))
         elif isinstance(event, RequestDone):
             break
     if event.status is RequestStatus.FINISHED:
-        await send_body(send, pcm16_bytes(out.tail()), more=False)
+        await send_body(send, b"", more=False)
     # else: the body is left unterminated, so the client sees a broken transfer, never a short file as whole
 
 
@@ -125,20 +108,16 @@ async def _sse(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
         return await send_error(send, refusal, _headers(ticket))
     await send_start(send, 200, "text/event-stream", _headers(ticket))
     # the deltas joined are the file in response_format: a wav's stream header travels in the first one
-    out = Output(ctx.sample_rate, body.sample_rate)
-    prefix = wav_header(out.sample_rate, 1, UNKNOWN_SIZE) if body.response_format == "wav" else b""
+    prefix = wav_header(ticket.sample_rate, 1, UNKNOWN_SIZE) if body.response_format == "wav" else b""
     while True:
         event = await ticket.events.get()
         if isinstance(event, AudioChunk):
-            audio = base64.b64encode(prefix + pcm16_bytes(out.chunk(event.samples))).decode()
+            audio = base64.b64encode(prefix + pcm16_bytes(event.samples)).decode()
             prefix = b""
             await send_body(send, sse({"type": "speech.audio.delta", "audio": audio}))
         elif isinstance(event, RequestDone):
             break
     error = ended_badly(event)
-    tail = out.tail() if error is None else np.zeros(0, np.float32)
-    if tail.size:
-        await send_body(send, sse({"type": "speech.audio.delta", "audio": base64.b64encode(pcm16_bytes(tail)).decode()}))
     if error is None:
         await send_body(send, sse({"type": "speech.audio.done", "usage": usage(ctx, event)}))
     else:

@@ -3,7 +3,9 @@ and a per-request sample_rate."""
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 
 import numpy as np
 import pytest
@@ -102,6 +104,11 @@ def test_sample_rate_resamples_the_whole_file_and_the_stream_alike(client, solo_
             model=CARD, input=TEXT, voice="alto", response_format="pcm", stream_format="audio",
             extra_body={"sample_rate": 16000}) as streamed:
         assert streamed.read() == samples.tobytes()  # chunk by chunk, the same samples as the whole file
+    events = client.audio.speech.create(model=CARD, input=TEXT, voice="alto", response_format="pcm",
+                                        stream_format="sse", extra_body={"sample_rate": 16000}).text
+    deltas = [json.loads(block[6:]) for block in events.split("\n\n") if block.startswith("data: ")]
+    assert deltas[-1]["type"] == "speech.audio.done"
+    assert b"".join(base64.b64decode(d["audio"]) for d in deltas[:-1]) == samples.tobytes()
 
 
 @pytest.mark.parametrize("rate", [4000, 96000, 16000.5, "16000"])

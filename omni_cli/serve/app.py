@@ -59,7 +59,8 @@ class ServeContext:
         speed = any(loop.kind == "sentence_frames" for loop in engine.program.loops.values())  # as the compiler
         self.info = ModelInfo(names, voices, card.defaults.voice or (voices[0] if voices else None),
                               card.limits.max_text_chars, thinker.max_tokens if thinker else 1, card.sample_rate,
-                              tuple(card.capabilities), SPEED_RANGE if speed else None)
+                              tuple(card.capabilities), SPEED_RANGE if speed else None,
+                              getattr(engine.program.roles.get("thinker"), "takes_instructions", False))
         self.worker = EngineWorker(engine, concurrency=options.concurrency, max_queue=options.max_queue,
                                    on_event=self._on_event, on_trace=self.metrics.on_trace)
         self.started = time.time()

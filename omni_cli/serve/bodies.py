@@ -38,6 +38,7 @@ class ModelInfo:
     sample_rate: int
     capabilities: tuple[str, ...]
     speed_range: tuple[float, float] | None = None  # a request's speed where the card has speed control
+    takes_instructions: bool = False  # the card's thinker takes a request's instructions
 
 
 @dataclass(frozen=True)
@@ -222,10 +223,10 @@ def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
     if speed is not None and not info.speed_range[0] <= speed <= info.speed_range[1]:
         raise bad_request(f"'speed' must be between {info.speed_range[0]:g} and {info.speed_range[1]:g}, "
                           f"got {speed:g}", "speed")
-    if get(body, "instructions", str, "").strip():
-        # a card's voice and, for the Qwen cards, its system prompt are the card's (`--set`), not a request's
-        raise bad_request("'instructions' is not supported: this server's requests carry no instructions (a "
-                          "card's voice and system prompt are set by the card); leave it out",
+    instructions = get(body, "instructions", str, "").strip() or None
+    if instructions is not None and not info.takes_instructions:
+        raise bad_request(f"'instructions' is not supported by model {info.names[-1]!r}: only a card whose "
+                          "thinker has a system prompt (the Qwen cards) takes them; leave it out",
                           "instructions", "unsupported_parameter")
     sample_rate = get(body, "sample_rate", int)
     if sample_rate is not None and not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
@@ -242,5 +243,5 @@ def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
     if mode not in (None, "echo", "chat"):
         raise bad_request(f"unknown mode {mode!r} (echo: speak the input; chat: speak a reply to it)", "mode")
     common = check_common(info, body, text)
-    request = SpeakRequest(text, mode=mode, voice=voice, speed=speed, **common)
+    request = SpeakRequest(text, mode=mode, voice=voice, speed=speed, instructions=instructions, **common)
     return SpeechBody(request, fmt, stream, sample_rate if sample_rate != info.sample_rate else None)

@@ -158,8 +158,11 @@ class ARModel(Component, Protocol):
 
 
 class ThinkerModel(ARModel, Protocol):
+    takes_instructions = False  # True: `encode` takes a request's instructions (a chat model's system prompt)
+
     def encode(self, text: str, mode: str) -> ThinkerPrompt:
-        """Prompt for `mode` = "echo" (speak exactly `text`) or "chat" (answer `text`)."""
+        """Prompt for `mode` = "echo" (speak exactly `text`) or "chat" (answer `text`); a thinker that takes
+        instructions has a third argument, `instructions` (str or None)."""
         ...
 
     def decode_text(self, token_ids: list[int]) -> str: ...

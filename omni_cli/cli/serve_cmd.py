@@ -24,7 +24,10 @@ Requests from all clients run interleaved and batched; a client that
 disconnects cancels its request. Past --concurrency running and --max-queue
 waiting, a request gets 429 with Retry-After. Binds 127.0.0.1 unless --host
 says otherwise; with --api-key every route but /health needs the header
-`Authorization: Bearer KEY`. Before it listens it makes one utterance
+`Authorization: Bearer KEY`. A client that sends half a request and
+waits is cut off (--header-timeout, --body-timeout); /health is 503,
+with the reason, once a component's worker process (--placement) dies.
+Before it listens it makes one utterance
 nobody hears, so the first client's chunks are not the process's first
 (slower) ones; --no-warm-up skips it.
 """
@@ -33,6 +36,7 @@ nobody hears, so the first client's chunks are not the process's first
 def serve(
     card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None, set_: o.Set = None,
+    placement: o.Placement = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind; 0.0.0.0 exposes it to the network.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: a free one).")] = 8000,
     api_key: Annotated[str | None, typer.Option("--api-key", envvar="OMNI_API_KEY", metavar="KEY",
@@ -44,6 +48,17 @@ def serve(
     warm_up: Annotated[bool, typer.Option("--warm-up/--no-warm-up",
                                           help="Make one utterance, unheard, before listening: a fresh "
                                                "process's first chunks of each size are slower.")] = True,
+    header_timeout: Annotated[float, typer.Option("--header-timeout", min=0.1, max=3600, metavar="SECONDS",
+                                                  help="Close a connection whose request headers have not all "
+                                                       "arrived in this time.")] = 10.0,
+    body_timeout: Annotated[float, typer.Option("--body-timeout", min=0.1, max=3600, metavar="SECONDS",
+                                                help="Answer 408 to a request whose body has not all arrived "
+                                                     "in this time.")] = 30.0,
+    keep_alive: Annotated[float, typer.Option("--keep-alive", min=0.1, max=3600, metavar="SECONDS",
+                                              help="Close a connection idle between requests after this.")] = 5.0,
+    max_connections: Annotated[int, typer.Option("--max-connections", min=1, max=100_000,
+                                                 help="Open connections; past it the oldest one still waiting "
+                                                      "for its headers is closed.")] = 512,
 ) -> None:
     import signal
     import sys
@@ -69,8 +84,8 @@ def serve(
     # checkpoint); a pipe gets nothing before the address line, which stays the first line a script reads
     with LiveLoadView(sys.stderr) if on_terminal else LoadView() as on_load:
         engine = open_engine(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,
-                                                                         "device": device}, overrides=o.overrides(set_)),
-                             on_load)
+                                                                         "device": device}, placement=placement,
+                                          overrides=o.overrides(set_)), on_load)
     try:
         sock = bind(host, port)
     except OSError as exc:
@@ -96,4 +111,6 @@ def serve(
                      f"(concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}"
                      f"{warmed}); Ctrl-C stops\n")
     sys.stderr.flush()
-    serve_forever(engine, card, ServeOptions(api_key, concurrency, max_queue), sock)
+    options = ServeOptions(api_key, concurrency, max_queue, header_timeout_s=header_timeout,
+                           body_timeout_s=body_timeout, keep_alive_s=keep_alive, max_connections=max_connections)
+    serve_forever(engine, card, options, sock)

@@ -146,6 +146,10 @@ class Engine:
             if not mine:
                 self.step()
 
+    def failures(self) -> list[str]:
+        """Why components cannot run any more (a worker process or actor died); empty while all can."""
+        return [reason for executor in list(self._executors.values()) if (reason := executor.failure())]
+
     def close(self) -> None:
         """Cancel what runs, wait for calls in flight, and close the executors."""
         self.cancel_all()

@@ -59,6 +59,11 @@ class Executor:
     def close(self) -> None:
         """Release what the executor holds (threads, processes, actors); idempotent."""
 
+    def failure(self) -> str | None:
+        """Why this executor cannot run calls any more (its worker process or actor is gone), else None.
+        Cheap and callable from any thread: a server's /health asks it without making a call."""
+        return None
+
     def view(self, component: Any) -> Any:
         """The component as the driver's loops and feeds use it (a talker whose thinker's states stay in the
         workers gives its hand-off in a form the talker's worker completes: executors/handoff.py)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..backends.base import ARItem
 from ..loops import ARChannel, AudioPiece, Channel, CodesFeed, TalkerFeed, ThinkerFeed
-from ..spec import CardSpec, SpeakRequest, clean_text
+from ..spec import CardSpec, SpeakRequest, SpecError, SpecIssue, clean_text
 from ..spec.stream import AudioChunk, StreamEvent, TextPiece
 
 
@@ -75,7 +75,14 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
     """Text → the thinker's prompt (echo: the text's tokens are forced as the reply)."""
     thinker = ctx.roles["thinker"]
     text = clean_text(inputs[0], ctx.card.limits.max_text_chars)
-    prompt = thinker.encode(text, ctx.mode)
+    instructions = (ctx.request.instructions or "").strip() or None
+    if instructions is None:
+        prompt = thinker.encode(text, ctx.mode)
+    elif thinker.takes_instructions:
+        prompt = thinker.encode(text, ctx.mode, clean_text(instructions, ctx.card.limits.max_text_chars))
+    else:
+        raise SpecError([SpecIssue("<request>", None, "instructions",
+                                   f"card {ctx.card.model!r} takes no instructions (its thinker has no system prompt)")])
     end = prompt.forced_end_id if prompt.forced_end_id is not None else min(thinker.eos_token_ids)
     return ThinkerFeed(prompt, end, ctx.request.max_tokens)
 

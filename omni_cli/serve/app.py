@@ -9,16 +9,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from ..engine import Engine
+from ..program.compiler import SPEED_RANGE
 from ..spec.stream import RequestDone
 from . import chat, speech
-from .bodies import ModelInfo, speech_body
+from .bodies import ModelInfo, decode_body, speech_body
 from .errors import ApiError, server_error
 from .metrics import Metrics
 from .responses import EngineResponse
@@ -34,6 +36,10 @@ class ServeOptions:
     max_queue: int = 64  # accepted requests waiting for a slot; one more is a 429
     max_body_bytes: int = 64 << 10  # JSON bodies: the longest input a card takes is a few KiB of UTF-8
     max_header_bytes: int = 16 << 10  # all request headers together
+    header_timeout_s: float = 10.0  # from a connection's first byte (or its last response) to its whole header block
+    body_timeout_s: float = 30.0  # from the headers to the body's last byte
+    keep_alive_s: float = 5.0  # an idle connection between requests is closed after this
+    max_connections: int = 512  # open connections; past it the oldest that has not sent a whole request is closed
 
 
 class ServeContext:
@@ -50,9 +56,11 @@ class ServeContext:
         voices = tuple(engine.program.voices())
         thinker = next((spec for name, spec in card.loops.items() if self._roles[name] == "thinker"), None)
         names = tuple(dict.fromkeys([card_name, card.model]))
+        speed = any(loop.kind == "sentence_frames" for loop in engine.program.loops.values())  # as the compiler
         self.info = ModelInfo(names, voices, card.defaults.voice or (voices[0] if voices else None),
                               card.limits.max_text_chars, thinker.max_tokens if thinker else 1, card.sample_rate,
-                              tuple(card.capabilities))
+                              tuple(card.capabilities), SPEED_RANGE if speed else None,
+                              getattr(engine.program.roles.get("thinker"), "takes_instructions", False))
         self.worker = EngineWorker(engine, concurrency=options.concurrency, max_queue=options.max_queue,
                                    on_event=self._on_event, on_trace=self.metrics.on_trace)
         self.started = time.time()
@@ -78,21 +86,35 @@ class ServeContext:
             "omni_queue_depth": ("Accepted requests waiting for a slot.", self.worker.waiting),
             "omni_memory_budget_reserved_bytes": ("Engine memory budget in use.", budget.reserved),
             "omni_memory_budget_capacity_bytes": ("Engine memory budget.", budget.capacity),
-            "omni_engine_up": ("1 while the engine thread runs.", int(self.worker.is_alive)),
+            "omni_engine_up": ("1 while the engine thread and its workers run.", int(self.worker.failure() is None)),
         }
 
 
-async def read_body(request: Request, cap: int) -> bytes:
-    """The body, refused with 413 as soon as it passes `cap` (declared or streamed)."""
+CLOSE = {"Connection": "close"}  # a body refused half-read: the rest is not read, so the connection ends
+
+
+async def read_body(request: Request, options: ServeOptions) -> bytes:
+    """The body, refused with 413 as soon as it passes the cap (declared or streamed), and with 408 when it has
+    not all arrived within `body_timeout_s` (a client that sends half a body and waits holds nothing for long)."""
+    cap = options.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
         raise ApiError(413, f"the request body is {declared} bytes, over the server's limit of {cap}",
-                       code="request_too_large")
+                       code="request_too_large", headers=CLOSE)
     data = bytearray()
-    async for piece in request.stream():
-        data += piece
-        if len(data) > cap:
-            raise ApiError(413, f"the request body is over the server's limit of {cap} bytes", code="request_too_large")
+    try:
+        with anyio.fail_after(options.body_timeout_s):
+            async for piece in request.stream():
+                data += piece
+                if len(data) > cap:
+                    raise ApiError(413, f"the request body is over the server's limit of {cap} bytes",
+                                   code="request_too_large", headers=CLOSE)
+    except TimeoutError:
+        raise ApiError(408, f"the request body did not arrive within {options.body_timeout_s:g} s",
+                       code="request_timeout", headers=CLOSE) from None
+    except ClientDisconnect:  # nobody reads the answer; the log and /metrics see a client error, not ours
+        raise ApiError(400, "the client closed the connection before its body arrived",
+                       code="client_disconnected") from None
     return bytes(data)
 
 
@@ -112,17 +134,17 @@ def endpoint(ctx: ServeContext, name: str, fn):
 
 
 async def speech_route(ctx: ServeContext, request: Request):
-    body = speech_body(ctx.info, await read_body(request, ctx.options.max_body_bytes))
-    reason = speech.can_write(ctx, body.response_format)
+    body = decode_body(speech_body, ctx.info, await read_body(request, ctx.options))
+    reason = speech.can_write(ctx, body.response_format, body.sample_rate)
     if reason is not None:
         raise ApiError(400, f"response_format {body.response_format!r}: {reason}", param="response_format",
                        code="unsupported_value")
-    ticket = ctx.worker.submit(body.request, "speech")
+    ticket = ctx.worker.submit(body.request, "speech", body.sample_rate)
     return EngineResponse(ctx.worker, ticket, speech.produce(ctx, body, ticket))
 
 
 async def chat_route(ctx: ServeContext, request: Request):
-    body = chat.chat_body(ctx.info, await read_body(request, ctx.options.max_body_bytes))
+    body = decode_body(chat.chat_body, ctx.info, await read_body(request, ctx.options))
     ticket = ctx.worker.submit(body.request, "chat")
     return EngineResponse(ctx.worker, ticket, chat.produce(ctx, body, ticket))
 
@@ -139,17 +161,19 @@ async def models_route(ctx: ServeContext, request: Request):
                              "description": card.description, "capabilities": list(card.capabilities),
                              "voices": list(ctx.info.voices), "sample_rate": card.sample_rate,
                              "max_input_chars": card.limits.max_text_chars,
+                             "speed_range": list(ctx.info.speed_range) if ctx.info.speed_range else None,
                              "response_formats": [f for f in ("wav", "pcm", "flac", "mp3", "opus")
                                                   if speech.can_write(ctx, f) is None]}
     return JSONResponse({"object": "list", "data": [{"id": name, **entry} for name in ctx.info.names]})
 
 
 async def health_route(ctx: ServeContext, request: Request):
-    alive = ctx.worker.is_alive
+    failure = ctx.worker.failure()  # the engine thread and every component's worker: a 503 sends traffic elsewhere
     budget = ctx.engine.budget
-    return JSONResponse({"status": "ok" if alive else "engine stopped", "active": ctx.worker.active,
-                         "waiting": ctx.worker.waiting, "budget_reserved_bytes": budget.reserved,
-                         "budget_capacity_bytes": budget.capacity}, 200 if alive else 503)
+    return JSONResponse({"status": "ok" if failure is None else "unhealthy", "reason": failure,
+                         "active": ctx.worker.active, "waiting": ctx.worker.waiting,
+                         "budget_reserved_bytes": budget.reserved, "budget_capacity_bytes": budget.capacity},
+                        200 if failure is None else 503)
 
 
 async def metrics_route(ctx: ServeContext, request: Request):

@@ -15,7 +15,8 @@ from typing import Any
 from ..audio.encode import can_encode, encode, pcm16_bytes
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, TextPiece
-from .bodies import ModelInfo, bad_request, check_common, check_fields, check_model, check_voice, get, parse_json
+from .bodies import (ModelInfo, bad_request, check_common, check_fields, check_model, check_voice, get, get_list,
+                     parse_json)
 from .responses import Send, send_body, send_error, send_start, send_whole, sse
 from .speech import accepted, ended_badly
 from .worker import Ticket
@@ -64,7 +65,7 @@ def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
     user = [text for role, text in texts if role == "user"]
     if not user:
         raise bad_request("'messages' has no user message to answer", "messages", "missing_required_parameter")
-    modalities = get(body, "modalities", list, ["text"])
+    modalities = get_list(body, "modalities", str, ["text"])
     if sorted(modalities) != ["audio", "text"]:
         raise bad_request(f"modalities {modalities!r}: this model answers in text and audio; "
                           "set modalities to [\"text\", \"audio\"]", "modalities", "unsupported_value")

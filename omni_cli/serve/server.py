@@ -11,6 +11,7 @@ import uvicorn
 
 from ..engine import Engine
 from .app import ServeContext, ServeOptions, create_app
+from .connections import guarded_protocol
 
 # a backstop: h11 stops buffering a header block past this; the app refuses anything over its own, smaller
 # cap (ServeOptions.max_header_bytes) with an OpenAI-shaped 431
@@ -18,11 +19,13 @@ MAX_HEADER_BYTES = 64 << 10
 SWITCH_INTERVAL_S = 0.0005
 
 
-def uvicorn_config(app, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
-    # h11: the pure-Python parser, the one whose header size we can cap
-    return uvicorn.Config(app, host=host, port=port, http="h11", ws="none", lifespan="on", log_level=log_level,
+def uvicorn_config(app, host: str, port: int, options: ServeOptions, log_level: str = "warning") -> uvicorn.Config:
+    # h11: the pure-Python parser, the one whose header size we can cap, with the header timeout and the
+    # connection cap added (connections.py). Not uvicorn's limit_concurrency: past it /health is a 503 too
+    http = guarded_protocol(options.header_timeout_s, options.max_connections)
+    return uvicorn.Config(app, host=host, port=port, http=http, ws="none", lifespan="on", log_level=log_level,
                           access_log=False, h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-                          timeout_graceful_shutdown=5, server_header=False)
+                          timeout_keep_alive=options.keep_alive_s, timeout_graceful_shutdown=5, server_header=False)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -52,7 +55,7 @@ def serve_forever(engine: Engine, card_name: str, options: ServeOptions, sock: s
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     app, _ = create_app(engine, card_name, options)
     host, port = sock.getsockname()[:2]
-    uvicorn.Server(uvicorn_config(app, host, port, log_level)).run(sockets=[sock])
+    uvicorn.Server(uvicorn_config(app, host, port, options, log_level)).run(sockets=[sock])
 
 
 @dataclass
@@ -81,7 +84,7 @@ def start_background(engine: Engine, card_name: str, options: ServeOptions | Non
     app, ctx = create_app(engine, card_name, options)
     sock = bind(host, 0)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn_config(app, host, port))
+    server = uvicorn.Server(uvicorn_config(app, host, port, ctx.options))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="omni-serve", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout_s

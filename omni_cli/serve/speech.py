@@ -16,9 +16,9 @@ from .worker import Ticket
 CONTENT_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg"}
 
 
-def can_write(ctx, fmt: str) -> str | None:
-    """None when this server can answer in `fmt`, else why not."""
-    return can_encode(fmt, ctx.sample_rate)
+def can_write(ctx, fmt: str, sample_rate: int | None = None) -> str | None:
+    """None when this server can answer in `fmt` (at `sample_rate`, else the card's), else why not."""
+    return can_encode(fmt, sample_rate or ctx.sample_rate)
 
 
 async def accepted(ticket: Ticket) -> ApiError | None:
@@ -80,7 +80,7 @@ async def _whole(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
     import numpy as np
 
     samples = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
-    data = encode(samples, ctx.sample_rate, body.response_format)
+    data = encode(samples, ticket.sample_rate, body.response_format)
     await send_whole(send, 200, CONTENT_TYPES[body.response_format], data, _headers(ticket))
 
 
@@ -90,7 +90,7 @@ async def _raw(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
         return await send_error(send, refusal, _headers(ticket))
     await send_start(send, 200, CONTENT_TYPES[body.response_format], _headers(ticket))
     if body.response_format == "wav":  # a stream's header: sizes unknown, the data runs to the end
-        await send_body(send, wav_header(ctx.sample_rate, 1, UNKNOWN_SIZE))
+        await send_body(send, wav_header(ticket.sample_rate, 1, UNKNOWN_SIZE))
     while True:
         event = await ticket.events.get()
         if isinstance(event, AudioChunk):
@@ -108,7 +108,7 @@ async def _sse(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
         return await send_error(send, refusal, _headers(ticket))
     await send_start(send, 200, "text/event-stream", _headers(ticket))
     # the deltas joined are the file in response_format: a wav's stream header travels in the first one
-    prefix = wav_header(ctx.sample_rate, 1, UNKNOWN_SIZE) if body.response_format == "wav" else b""
+    prefix = wav_header(ticket.sample_rate, 1, UNKNOWN_SIZE) if body.response_format == "wav" else b""
     while True:
         event = await ticket.events.get()
         if isinstance(event, AudioChunk):

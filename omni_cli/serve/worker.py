@@ -16,11 +16,12 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..engine import Engine, TraceEvent
 from ..spec import SpeakRequest
-from ..spec.stream import RequestDone, RequestStatus, StreamEvent
+from ..audio.resample import ChunkResampler
+from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
 from .errors import ApiError
 
 
@@ -33,6 +34,9 @@ class Ticket:
     loop: asyncio.AbstractEventLoop
     accepted: asyncio.Future = field(repr=False)  # None when the engine took it, else the refusal
     events: asyncio.Queue = field(repr=False)
+    sample_rate: int  # of the AudioChunks in `events`: the card's, or the rate the client asked for
+    resampler: ChunkResampler | None = field(default=None, repr=False)  # card rate -> sample_rate
+    resampled: int = 0  # chunks resampled so far
     is_done: bool = False  # set on the loop thread when RequestDone (or a refusal) arrived
 
 
@@ -69,26 +73,38 @@ class EngineWorker:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    def failure(self) -> str | None:
+        """Why no request can run now (the engine thread ended, a component's worker process died), else None."""
+        if not self._thread.is_alive():
+            crashed = f": {type(self.crashed).__name__}: {self.crashed}" if self.crashed is not None else ""
+            return f"the engine thread has stopped{crashed}"
+        reasons = self.engine.failures()
+        return "; ".join(reasons) if reasons else None
+
     @property
     def waiting(self) -> int:
         """Accepted requests beyond the running ones (the queue `--max-queue` bounds)."""
         return max(0, self.active - self.concurrency)
 
     # asyncio side
-    def submit(self, request: SpeakRequest, prefix: str = "speech") -> Ticket:
-        """Queue a request (call on the event loop). Raises ApiError 429 when the queue is full."""
+    def submit(self, request: SpeakRequest, prefix: str = "speech", sample_rate: int | None = None) -> Ticket:
+        """Queue a request (call on the event loop). Raises ApiError 429 when the queue is full.
+        sample_rate: the client's rate, its audio resampled to it as it arrives; None: the card's."""
         if self.active >= self.concurrency + self.max_queue:
             raise ApiError(429, f"the server is busy: {self.active} requests running or waiting "
                                 f"(--concurrency {self.concurrency}, --max-queue {self.max_queue}); retry later",
                            type="rate_limit_error", code="rate_limit_exceeded",
                            headers={"Retry-After": str(self.retry_after_s())})
-        if not self._thread.is_alive():
-            raise ApiError(503, "the engine thread has stopped", type="server_error", code="engine_stopped")
+        failure = self.failure()
+        if failure is not None:  # one line, at once: no request could run, so none is queued
+            raise ApiError(503, f"the server cannot run requests: {failure}; it must be restarted",
+                           type="server_error", code="engine_unhealthy")
         loop = asyncio.get_running_loop()
         rid = f"{prefix}-{next(self._ids)}"
-        request = SpeakRequest(request.text, request.mode, request.voice, request.seed, request.max_tokens,
-                               request.handoff, rid)
-        ticket = Ticket(rid, request, loop, loop.create_future(), asyncio.Queue())
+        request = replace(request, request_id=rid)  # every other field as the body gave it (speed included)
+        rate = sample_rate or self.engine.sample_rate
+        resampler = ChunkResampler(self.engine.sample_rate, rate) if rate != self.engine.sample_rate else None
+        ticket = Ticket(rid, request, loop, loop.create_future(), asyncio.Queue(), rate, resampler)
         self.active += 1
         self._inbox.put(("submit", ticket))
         return ticket
@@ -120,6 +136,8 @@ class EngineWorker:
             if self._on_event is not None:
                 self._on_event(ticket, item)
             return
+        if ticket.resampler is not None and isinstance(item, (AudioChunk, RequestDone)):
+            item = self._resampled(ticket, item)
         if isinstance(item, RequestDone):
             ticket.is_done = True
             self.active -= 1
@@ -130,6 +148,19 @@ class EngineWorker:
         if self._on_event is not None:
             self._on_event(ticket, item)
         ticket.events.put_nowait(item)
+
+    @staticmethod
+    def _resampled(ticket: Ticket, item: AudioChunk | RequestDone) -> AudioChunk | RequestDone:
+        """A chunk at the client's rate in place of the card's, and the filter's tail queued before a finished
+        request's RequestDone: the resampler keeps its state between chunks, so the joined chunks are the whole."""
+        if isinstance(item, AudioChunk):
+            ticket.resampled += 1
+            return replace(item, sample_rate=ticket.sample_rate, samples=ticket.resampler.chunk(item.samples))
+        if item.status is RequestStatus.FINISHED:
+            tail = ticket.resampler.flush()
+            if tail.size:
+                ticket.events.put_nowait(AudioChunk(ticket.request_id, ticket.resampled, ticket.sample_rate, tail))
+        return item
 
     # engine thread
     def _send(self, ticket: Ticket, item: StreamEvent | BaseException | None) -> None:

@@ -22,6 +22,7 @@ class SpeakRequest:
     profile: Literal["serve", "rollout"] = "serve"  # rollout: every WorkUnit also records its behaviour
     replay: Mapping[str, Sequence[int]] | None = None  # rollout re-scoring: each AR loop's tokens, teacher-forced
     speed: float | None = None  # sentence voices: 2.0 speaks twice as fast (VITS length scale 1/2); None: 1.0
+    instructions: str | None = None  # how to speak, for a thinker that takes them (Qwen: joins its system prompt)
 
     def __post_init__(self) -> None:
         """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""
@@ -42,6 +43,8 @@ class SpeakRequest:
             problems.append(("max_tokens", f"expected a positive integer or None, got {self.max_tokens!r}"))
         if self.voice is not None and (not isinstance(self.voice, str) or not self.voice):
             problems.append(("voice", f"expected a voice name or None, got {self.voice!r}"))
+        if self.instructions is not None and not isinstance(self.instructions, str):
+            problems.append(("instructions", f"expected a string or None, got {type(self.instructions).__name__}"))
         if self.request_id is not None and (not isinstance(self.request_id, str) or not self.request_id):
             problems.append(("request_id", f"expected a non-empty string or None, got {self.request_id!r}"))
         if problems:

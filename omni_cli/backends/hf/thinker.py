@@ -30,6 +30,7 @@ class HFThinker:
     of every consumed position: the talker's conditioning."""
 
     role = "thinker"
+    takes_instructions = True  # a request's instructions join the system prompt (tokenizer.py)
 
     def __init__(self, loaded: Loaded, params: ThinkerParams, name: str = "thinker", threads: Threads | None = None):
         self.name = name
@@ -58,8 +59,8 @@ class HFThinker:
         return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
 
     # ---- ThinkerModel ----
-    def encode(self, text: str, mode: str) -> ThinkerPrompt:
-        return self.prompts.encode(text, mode)
+    def encode(self, text: str, mode: str, instructions: str | None = None) -> ThinkerPrompt:
+        return self.prompts.encode(text, mode, instructions)
 
     def decode_text(self, token_ids: list[int]) -> str:
         return self.prompts.decode(token_ids)

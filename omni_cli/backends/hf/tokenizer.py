@@ -23,16 +23,18 @@ class PromptBuilder:
         self.system_prompt = system_prompt
         self.echo_instruction = echo_instruction
 
-    def encode(self, text: str, mode: str) -> ThinkerPrompt:
+    def encode(self, text: str, mode: str, instructions: str | None = None) -> ThinkerPrompt:
+        """instructions: appended to the system prompt, which stays: Qwen2.5-Omni speaks only under its own."""
+        system = self.system_prompt if not instructions else f"{self.system_prompt} {instructions}"
         if mode == CHAT:
-            return ThinkerPrompt(prefill_ids=self._chat_ids(text), forced_ids=None)
+            return ThinkerPrompt(prefill_ids=self._chat_ids(text, system), forced_ids=None)
         if mode == ECHO:
             # the thinker is asked to repeat the text and its reply is forced to the text's tokens, so the
             # talker conditions on hidden states of a model that is saying exactly this text
             forced = self._plain_ids(text)
             if not forced:
                 raise ValueError("echo mode needs a non-empty text")
-            return ThinkerPrompt(prefill_ids=self._chat_ids(self.echo_instruction + text), forced_ids=forced)
+            return ThinkerPrompt(prefill_ids=self._chat_ids(self.echo_instruction + text, system), forced_ids=forced)
         raise ValueError(f"unknown prompt mode {mode!r} (chat | echo)")
 
     def decode(self, token_ids: list[int]) -> str:
@@ -43,9 +45,9 @@ class PromptBuilder:
         unk = getattr(self.tokenizer, "unk_token_id", None)
         return None if token_id is None or token_id == unk else int(token_id)
 
-    def _chat_ids(self, user_text: str) -> list[int]:
+    def _chat_ids(self, user_text: str, system: str) -> list[int]:
         prompt = (
-            f"<|im_start|>system\n{self.system_prompt}<|im_end|>\n"
+            f"<|im_start|>system\n{system}<|im_end|>\n"
             f"<|im_start|>user\n{user_text}<|im_end|>\n"
             "<|im_start|>assistant\n"
         )

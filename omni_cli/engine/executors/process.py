@@ -114,6 +114,13 @@ class ProcessExecutor(Executor):
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
+    def failure(self) -> str | None:
+        # the pool's manager thread marks it broken as soon as its child exits, before any call notices
+        broken = getattr(self._pool, "_broken", False)
+        if self._dead is None and broken:
+            self._died(RuntimeError(broken if isinstance(broken, str) else "the process pool is broken"))
+        return None if self._dead is None else str(self._dead)
+
     def _describe(self, exc: BaseException) -> str | None:
         if isinstance(exc, BrokenProcessPool):
             return str(self._died(exc))

@@ -134,6 +134,9 @@ class RayExecutor(Executor):
     def close(self) -> None:
         self._ray.kill(self._actor, no_restart=True)
 
+    def failure(self) -> str | None:
+        return None if self._dead is None else str(self._dead)  # known once a call has failed
+
     def _describe(self, exc: BaseException) -> str | None:
         if isinstance(exc, self._ray.exceptions.RayActorError):
             if self._dead is None:

@@ -92,6 +92,10 @@ class WorkersExecutor(Executor):
         for worker in self.workers:
             worker.kill()
 
+    def failure(self) -> str | None:
+        reasons = [r for worker in self.workers if (r := worker.failure())]
+        return "; ".join(reasons) or None
+
     def close(self) -> None:
         for worker in self.workers:
             worker.close()

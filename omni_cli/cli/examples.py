@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def epilog(*lines: str) -> str:
-    """An "Examples:" paragraph that click prints as written (the \\b keeps its lines unwrapped)."""
+    """An "Examples:" paragraph that click prints as written (the \\b keeps its lines unwrapped: each line,
+    indented four columns, must fit 80, which tests/cli/test_fit_columns.py checks)."""
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
@@ -17,10 +18,10 @@ SPEAK = epilog('omni speak "Hello, world" -o hello.wav',
 BENCH = epilog("omni bench",
                "omni bench --requests 16 --concurrency 8 --json",
                "omni bench -c qwen2_5_omni --model-path ./tiny-omni --reference --rounds 3")
-SERVE = epilog("omni serve                                  # the voice, on http://127.0.0.1:8000",
+SERVE = epilog("omni serve                      # the default voice, on port 8000",
                "curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\",
                """  -d '{"model": "piper_joe", "input": "Hello"}' -o hello.wav""",
-               "omni serve -c qwen2_5_omni_toy --port 0     # the toy cascade, on a free port")
+               "omni serve -c qwen2_5_omni_toy --port 0    # the toy card, a free port")
 TRACE = epilog('omni trace "Hello, world"                  # run it and draw the timeline',
                'omni speak "Hello" -o hi.wav --trace t.jsonl && omni trace show t.jsonl',
                "omni trace export t.jsonl --chrome -o t.json   # open it in ui.perfetto.dev")
@@ -51,8 +52,8 @@ PROGRAMS_SHOW = epilog("omni programs show speak",
 PROGRAMS_VALIDATE = epilog("omni programs validate",
                            "omni programs validate my_program.yaml --card qwen2_5_omni")
 ROLLOUT = epilog("omni rollout prompts.txt --samples 8 --out runs/a/",
-                 "omni rollout score runs/a/                 # recompute them: they must match",
-                 "omni rollout score runs/a/ -c new.yaml -o runs/b/   # new weights, same tokens")
+                 "omni rollout score runs/a/            # recompute them: they must match",
+                 "omni rollout score runs/a/ -c new.yaml -o runs/b/   # new weights")
 ROLLOUT_RUN = epilog("omni rollout run prompts.txt --samples 8 --out runs/a/",
                      "printf 'Hello\\n' | omni rollout run - -k 2 -o runs/b/")
 ROLLOUT_SCORE = epilog("omni rollout score runs/a/",

@@ -36,6 +36,7 @@ def test_every_command_s_help_ends_with_examples():
         examples = [line for line in tail.splitlines()[1:] if line.strip().startswith(("omni ", "printf ", "curl ",
                                                                                           "OMNI_CARD="))]
         assert tail.lstrip().startswith("Examples:") and len(examples) >= 2, f"omni {' '.join(path)}:\n{tail}"
+        assert [line for line in text.splitlines() if len(line) > gen_docs.COLUMNS] == [], path
 
 
 def _mkdocs(config_dir, site_dir):

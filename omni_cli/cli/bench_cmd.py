@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from ..defaults import CARD_ENV
 from . import options as o
 
 HELP = """Measure time to first audio, latency, throughput and scheduler overhead.
@@ -33,14 +34,15 @@ throughput ratio.
 would have waited for a chunk, over all requests (0: no gap; chunks are timed when the engine
 hands them out, after the tick that made them).
 
-Runs the toy card unless --card names another: the workloads measure the
-token cascade. `python -m omni_cli.backends.hf.tiny ./tiny-omni` writes a tiny
-random checkpoint for --reference.
+Runs the toy card unless --card (or OMNI_CARD) names another: the workloads
+measure the token cascade. `python -m omni_cli.backends.hf.tiny ./tiny-omni`
+writes a tiny random checkpoint for --reference.
 """
 
 
 def bench(
-    card: str = typer.Option("qwen2_5_omni_toy", "--card", "-c", metavar="NAME|PATH", help="card name or path"),
+    card: str = typer.Option("qwen2_5_omni_toy", "--card", "-c", metavar="NAME|PATH", envvar=CARD_ENV,
+                             help="card name or path"),
     model_path: str | None = typer.Option(None, "--model-path", help="checkpoint directory (hf cards)"),
     set_: o.Set = None,
     requests: int = typer.Option(8, "--requests", min=1, max=10_000, help="utterances per configuration"),

@@ -73,3 +73,12 @@ def test_the_readme_stays_a_front_door():
     first_screen = "\n".join(lines[:40])  # what it is, which voice, and how to run a real checkpoint
     for needed in ("en_US-joe-medium", "Qwen2.5-Omni", 'omni speak "Hello, world"', "--model-path"):
         assert needed in first_screen, needed
+
+
+def test_the_readme_s_links_reach_files_of_the_checkout():
+    """MkDocs checks the pages' links; the README is not one of its pages, so its links are checked here."""
+    text = (ROOT / "README.md").read_text()
+    targets = [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if not t.startswith(("http://", "https://"))]
+    assert targets, "the README links into docs/"
+    missing = [t for t in targets if not (ROOT / t.split("#", 1)[0]).exists()]
+    assert not missing, missing

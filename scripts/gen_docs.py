@@ -7,6 +7,7 @@ committed pages equal what this writes, so after changing a card's schema or a c
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def cli_page() -> str:
     return "\n".join(out)
 
 
+@functools.cache  # one child process per run, however many pages and tests ask
 def help_texts() -> list[tuple[list[str], str]]:
     """Every command's `omni ... --help`, from one child process whose terminal is COLUMNS wide (click
     reads the width from COLUMNS when the process starts), through `omni`'s own entry point."""

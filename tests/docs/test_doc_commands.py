@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from doc_blocks import ROOT, RUNNABLE, blocks, pages

@@ -8,18 +8,14 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from . import bench_cmd, catalog_cmd, rollout_cmd, serve_cmd, speak, trace_cmd
+from . import bench_cmd, catalog_cmd, examples, rollout_cmd, serve_cmd, speak, trace_cmd
 from .errors import SIGINT_EXIT, USAGE, classify, one_line
 from .report import error_line
 
 HELP = """omni: a step-level runtime for omni speech models (thinker -> talker -> vocoder).
 
-\b
-  omni speak "Hello, world" -o hello.wav
-  omni trace "Hello, world"
-  omni cards list
-
-Every error is one line on stderr; add --debug (anywhere) for the traceback.
+Speaks with the card `omni cards list` marks as the default (Piper's joe voice)
+unless --card or OMNI_CARD names another. Every error is one line on stderr; add --debug (anywhere) for the traceback.
 """
 
 
@@ -100,16 +96,16 @@ def run(click_main, argv: list[str], prog_name: str, debug: bool, **extra) -> in
         return code
 
 
-app = typer.Typer(cls=OmniGroup, help=HELP, rich_markup_mode=None, no_args_is_help=True,
+app = typer.Typer(cls=OmniGroup, help=HELP, epilog=examples.ROOT, rich_markup_mode=None, no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
-app.command("speak", help=speak.HELP, no_args_is_help=False)(speak.speak)
+app.command("speak", help=speak.HELP, epilog=examples.SPEAK, no_args_is_help=False)(speak.speak)
 app.add_typer(trace_cmd.app, name="trace")
 app.add_typer(catalog_cmd.cards, name="cards")
 app.add_typer(catalog_cmd.programs, name="programs")
-app.command("bench", help=bench_cmd.HELP)(bench_cmd.bench)
+app.command("bench", help=bench_cmd.HELP, epilog=examples.BENCH)(bench_cmd.bench)
 app.add_typer(rollout_cmd.app, name="rollout")
-app.command("serve", help=serve_cmd.HELP)(serve_cmd.serve)
+app.command("serve", help=serve_cmd.HELP, epilog=examples.SERVE)(serve_cmd.serve)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from ..defaults import CARD_ENV
 from . import options as o
 
 HELP = """Measure time to first audio, latency, throughput and scheduler overhead.
@@ -17,7 +18,7 @@ run. With --reference (an hf card and its --model-path) it instead runs chat-mod
 --codes codec tokens through our engine (greedy, streaming) and through Hugging Face `generate`
 one request after another on the same checkpoint (each side first makes one utterance untimed, as
 `omni serve` warms up before it listens), checks that both make the same tokens, and prints our
-figures beside generate's and issue 19's targets beside the ratios of this run, and each side's
+figures beside generate's and the targets beside the ratios of this run, and each side's
 load time: a fresh load of the weights in this process, generate's (from_pretrained and its
 tokenizer) first, then ours (the card compiled, weights, tokenizer, voices, an engine made), both
 after the card's own load, so torch is imported and the files are in the OS cache for both. A
@@ -33,17 +34,15 @@ throughput ratio.
 would have waited for a chunk, over all requests (0: no gap; chunks are timed when the engine
 hands them out, after the tick that made them).
 
-\b
-  omni bench
-  omni bench --requests 16 --concurrency 8 --json
-  python -m omni_cli.backends.hf.tiny ./tiny-omni   # a tiny random checkpoint
-  omni bench -c qwen2_5_omni --model-path ./tiny-omni --reference
-  omni bench -c qwen2_5_omni --model-path ./tiny-omni --reference --rounds 3
+Runs the toy card unless --card (or OMNI_CARD) names another: the workloads
+measure the token cascade. `python -m omni_cli.backends.hf.tiny ./tiny-omni`
+writes a tiny random checkpoint for --reference.
 """
 
 
 def bench(
-    card: str = typer.Option("qwen2_5_omni_toy", "--card", "-c", metavar="NAME|PATH", help="card name or path"),
+    card: str = typer.Option("qwen2_5_omni_toy", "--card", "-c", metavar="NAME|PATH", envvar=CARD_ENV,
+                             help="card name or path"),
     model_path: str | None = typer.Option(None, "--model-path", help="checkpoint directory (hf cards)"),
     set_: o.Set = None,
     requests: int = typer.Option(8, "--requests", min=1, max=10_000, help="utterances per configuration"),

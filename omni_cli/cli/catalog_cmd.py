@@ -7,26 +7,16 @@ from typing import Annotated
 
 import typer
 
+from . import examples
 from . import options as o
 from .errors import USAGE, one_line
 from .report import error_line
 from .term import inert
 
-cards = typer.Typer(help="""Model cards: what each deployable model is.
+cards = typer.Typer(help="Model cards: what each deployable model is.", epilog=examples.CARDS, no_args_is_help=True, rich_markup_mode=None)
 
-\b
-  omni cards list
-  omni cards show qwen2_5_omni_toy
-  omni cards validate my_card.yaml
-""", no_args_is_help=True, rich_markup_mode=None)
-
-programs = typer.Typer(help="""Programs: the task graph a request runs through.
-
-\b
-  omni programs list
-  omni programs show speak
-  omni programs validate my_program.yaml
-""", no_args_is_help=True, rich_markup_mode=None)
+programs = typer.Typer(help="Programs: the task graph a request runs through.", epilog=examples.PROGRAMS,
+                       no_args_is_help=True, rich_markup_mode=None)
 
 NameArg = Annotated[str, typer.Argument(metavar="NAME|PATH", help="A shipped name or a YAML path.")]
 
@@ -45,13 +35,9 @@ def columns(rows: list[tuple[str, ...]], indent: str = "", block=None) -> None:
         typer.echo(line)
 
 
-@cards.command("list")
+@cards.command("list", epilog=examples.CARDS_LIST)
 def cards_list() -> None:
-    """List the shipped cards: name, backend, voices, description; the default is marked.
-
-    \b
-      omni cards list
-    """
+    """List the shipped cards: name, backend, voices, description; the default is marked."""
     import os
 
     from ..defaults import CARD_ENV, DEFAULT_CARD
@@ -72,18 +58,11 @@ def cards_list() -> None:
     columns(rows)
 
 
-@cards.command("show")
+@cards.command("show", epilog=examples.CARDS_SHOW)
 def cards_show(name: NameArg, params: bool = typer.Option(
         False, "--params", help="instead: every key the card may set, its value here, what it accepts and does"),
         set_: o.Set = None) -> None:
-    """Show a card: its file, components, loops, voices, defaults and limits.
-
-    \b
-      omni cards show qwen2_5_omni_toy
-      omni cards show ./my_card.yaml
-      omni cards show qwen2_5_omni --params
-      omni cards show qwen2_5_omni --params --set loops.vocoder.chunk_codes=48
-    """
+    """Show a card: its file, components, loops, voices, defaults and limits."""
     from ..program import load_card_file, resolve
 
     path = resolve("cards", name)
@@ -143,18 +122,13 @@ def cards_show(name: NameArg, params: bool = typer.Option(
          f"batching: max {card.batching.max_batch}")
 
 
-@cards.command("validate")
+@cards.command("validate", epilog=examples.CARDS_VALIDATE)
 def cards_validate(names: Annotated[list[str] | None, typer.Argument(
         metavar="[NAME|PATH]...", help="Cards to check; default: every shipped card.")] = None,
         set_: o.Set = None) -> None:
     """Check cards (and their default program) and print every issue as file:line: key: message.
 
     Exit status 2 if any card has an issue.
-
-    \b
-      omni cards validate
-      omni cards validate my_card.yaml other.yaml
-      omni cards validate qwen2_5_omni --set loops.vocoder.chunk_codes=48
     """
     from ..program import list_files, load_checked
 
@@ -181,7 +155,7 @@ def _validate(kind: str, targets: list[str], check) -> None:
         raise typer.Exit(USAGE)
 
 
-@programs.command("validate")
+@programs.command("validate", epilog=examples.PROGRAMS_VALIDATE)
 def programs_validate(names: Annotated[list[str] | None, typer.Argument(
         metavar="[NAME|PATH]...", help="Programs to check; default: every shipped program.")] = None,
         card: str | None = typer.Option(None, "--card", "-c", metavar="NAME|PATH", help="The card to check them "
@@ -189,10 +163,6 @@ def programs_validate(names: Annotated[list[str] | None, typer.Argument(
     """Check programs against a card and print every issue as file:line: key: message.
 
     Exit status 2 if any program has an issue.
-
-    \b
-      omni programs validate
-      omni programs validate my_program.yaml --card qwen2_5_omni
     """
     from ..program import card_for, list_files, load_card_file, load_checked
 
@@ -202,13 +172,9 @@ def programs_validate(names: Annotated[list[str] | None, typer.Argument(
               lambda name: load_checked(card or card_for(name), name))
 
 
-@programs.command("list")
+@programs.command("list", epilog=examples.PROGRAMS_LIST)
 def programs_list() -> None:
-    """List the shipped programs.
-
-    \b
-      omni programs list
-    """
+    """List the shipped programs."""
     from ..program import list_files, load_program_file
     from ..spec import SpecError
 
@@ -222,13 +188,9 @@ def programs_list() -> None:
     columns(rows)
 
 
-@programs.command("show")
+@programs.command("show", epilog=examples.PROGRAMS_SHOW)
 def programs_show(name: NameArg) -> None:
-    """Show a program's nodes in run order: op or loop, inputs -> output, hand-off mode.
-
-    \b
-      omni programs show speak
-    """
+    """Show a program's nodes in run order: op or loop, inputs -> output, hand-off mode."""
     from ..program import load_program_file, resolve
     from ..spec import topological_order
 

@@ -9,15 +9,13 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
+from . import examples
 from . import options as o
 from .errors import FAILURE, CliError
 
 HELP = """Rollouts for reinforcement learning: samples with each step's log-probabilities.
 
-\b
-  omni rollout prompts.txt --samples 8 --out runs/a/
-  omni rollout score runs/a/                 recompute them: they must match
-  omni rollout score runs/a/ -c new.yaml -o runs/b/   new weights, same tokens
+Runs the toy card unless --card (or OMNI_CARD) names another token cascade.
 
 `omni rollout PROMPTS` is short for `omni rollout run PROMPTS`.
 """
@@ -32,7 +30,7 @@ class RolloutGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-app = typer.Typer(cls=RolloutGroup, help=HELP, no_args_is_help=True, rich_markup_mode=None)
+app = typer.Typer(cls=RolloutGroup, help=HELP, epilog=examples.ROLLOUT, no_args_is_help=True, rich_markup_mode=None)
 
 Out = Annotated[str, typer.Option("--out", "-o", metavar="DIR", rich_help_panel=o.OUTPUT,
                                   help="Directory for the samples (created if missing).")]
@@ -40,7 +38,7 @@ Concurrency = Annotated[int, typer.Option("--concurrency", "-j", min=1, max=256,
                                           help="Samples in the engine at once (their steps batch together).")]
 
 
-@app.command("run")
+@app.command("run", epilog=examples.ROLLOUT_RUN)
 def run(
     prompts: Annotated[str, typer.Argument(metavar="PROMPTS", help="File of prompts, one per line, or - for stdin.")],
     out: Out,
@@ -94,7 +92,7 @@ def run(
                        f"{target}/rollout.jsonl)", FAILURE)
 
 
-@app.command("score")
+@app.command("score", epilog=examples.ROLLOUT_SCORE)
 def score(
     directory: Annotated[str, typer.Argument(metavar="DIR", help="A directory written by `omni rollout`.")],
     out: Annotated[str | None, typer.Option("--out", "-o", metavar="DIR", rich_help_panel=o.OUTPUT,

@@ -6,14 +6,13 @@ from typing import Annotated
 
 import typer
 
+from ..defaults import DEFAULT_CARD
 from . import options as o
 
 HELP = """Serve the OpenAI speech API on one engine shared by every client.
 
-\b
-  omni serve                             # http://127.0.0.1:8000
-  curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\
-    -d '{"model": "qwen2_5_omni_toy", "input": "Hello"}' -o hello.wav
+The same card as `omni speak` unless --card (or OMNI_CARD) names another;
+the first line on stderr names the card, its voices and the address.
 
 \b
 Routes: POST /v1/audio/speech (wav, pcm, flac, mp3, opus; "stream_format":
@@ -34,7 +33,7 @@ nobody hears, so the first client's chunks are not the process's first
 
 
 def serve(
-    card: o.Card = "qwen2_5_omni_toy", program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
+    card: o.Card = DEFAULT_CARD, program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
     model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None, set_: o.Set = None,
     placement: o.Placement = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind; 0.0.0.0 exposes it to the network.")] = "127.0.0.1",
@@ -107,8 +106,9 @@ def serve(
             if on_terminal:
                 sys.stderr.write("\r\033[K")
                 sys.stderr.flush()
+    voices = ", ".join(engine.program.voices()) or "none"
     sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{bound[1]} "
-                     f"(concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}"
+                     f"(voices: {voices}; concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}"
                      f"{warmed}); Ctrl-C stops\n")
     sys.stderr.flush()
     options = ServeOptions(api_key, concurrency, max_queue, header_timeout_s=header_timeout,

@@ -13,11 +13,6 @@ from .report import exit_with
 HELP = """Speak TEXT (or stdin lines) through the card's cascade, writing audio as it is made.
 
 \b
-  omni speak "Hello, world" -o hello.wav
-  printf 'One.\\nTwo.\\n' | omni speak - -o out/ --json
-  omni speak "Hello" -o - | aplay          # streaming WAV to a pipe
-
-\b
 Input: TEXT, or `-` (or no TEXT with a pipe on stdin): one utterance per
 non-empty line, each started as soon as its line arrives.
 \b

@@ -11,15 +11,11 @@ import typer
 from typer.core import TyperGroup
 
 from ..defaults import DEFAULT_CARD
+from . import examples
 from . import options as o
 from .report import exit_with
 
 HELP = """Step timelines: one lane per loop, a bar per WorkUnit, and summary rows.
-
-\b
-  omni trace "Hello, world"                  run it and draw the timeline
-  omni speak "Hello" -o hi.wav --trace t.jsonl && omni trace show t.jsonl
-  omni trace export t.jsonl --chrome -o t.json   # open it in ui.perfetto.dev
 
 `omni trace TEXT` is short for `omni trace run TEXT`.
 """
@@ -34,10 +30,10 @@ class TraceGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-app = typer.Typer(cls=TraceGroup, help=HELP, no_args_is_help=True, rich_markup_mode=None)
+app = typer.Typer(cls=TraceGroup, help=HELP, epilog=examples.TRACE, no_args_is_help=True, rich_markup_mode=None)
 
 
-@app.command("run")
+@app.command("run", epilog=examples.TRACE_RUN)
 def run(
     text: Annotated[str, typer.Argument(help="What to say.")],
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="Also keep the audio.")] = None,
@@ -48,12 +44,7 @@ def run(
     seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, mode: o.Mode_ = None,
     handoff: o.Handoff_ = None,
 ) -> None:
-    """Run TEXT and draw its timeline on stdout.
-
-    \b
-      omni trace run "Hello, world"
-      omni trace run "Tell me a story" --mode chat --handoff barrier
-    """
+    """Run TEXT and draw its timeline on stdout."""
     from .job import SpeakJob, request_template, resolve_text, run_job
     from .live import RunView
     from .outputs import plan_outputs
@@ -76,20 +67,16 @@ def run(
     exit_with(outcome)
 
 
-@app.command("show")
+@app.command("show", epilog=examples.TRACE_SHOW)
 def show(file: Annotated[str, typer.Argument(metavar="FILE", help="A trace written by --trace.")]) -> None:
-    """Draw a saved trace (JSON Lines from `--trace`) the way `omni trace TEXT` does.
-
-    \b
-      omni trace show t.jsonl
-    """
+    """Draw a saved trace (JSON Lines from `--trace`) the way `omni trace TEXT` does."""
     from .tracedigest import TraceDigest
     from .tracereader import iter_trace
 
     render_digest(TraceDigest.of(iter_trace(file)))
 
 
-@app.command("export")
+@app.command("export", epilog=examples.TRACE_EXPORT)
 def export(
     file: Annotated[str, typer.Argument(metavar="FILE", help="A trace written by --trace.")],
     chrome: Annotated[bool, typer.Option("--chrome", help="Chrome Trace Event JSON (the only format so far).")] = False,
@@ -98,11 +85,7 @@ def export(
 ) -> None:
     """Convert a saved trace for other tools: --chrome writes Chrome Trace Event JSON that Perfetto opens
     (a track per loop and one per request; a batched span is split evenly between its WorkUnits so events
-    on a track never overlap).
-
-    \b
-      omni trace export t.jsonl --chrome -o t.json
-    """
+    on a track never overlap)."""
     from .chrome import write_chrome
     from .errors import CliError
     from .tracedigest import TraceDigest

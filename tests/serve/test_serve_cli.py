@@ -21,7 +21,7 @@ ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("OMNI_")}, "PY
 
 
 def test_omni_serve_listens_answers_and_stops_on_sigint():
-    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--port", "0", "--max-queue", "4"],
+    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--card", CARD, "--port", "0", "--max-queue", "4"],
                             stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
     try:
         line = proc.stderr.readline()
@@ -55,7 +55,7 @@ def test_a_port_in_use_is_one_line_and_exit_1():
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "omni_cli.cli", "serve", "--port", str(port)],
+        done = subprocess.run([sys.executable, "-m", "omni_cli.cli", "serve", "--card", CARD, "--port", str(port)],
                               capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=60)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [f"omni: error: cannot listen on 127.0.0.1:{port}: Address already in use"]
@@ -73,7 +73,7 @@ def test_serve_help_names_the_routes_and_the_options():
 
 
 def test_a_terminal_sees_the_warm_up_then_the_address_line_in_its_place():
-    seen, status = serve_on_a_terminal(["--port", "0"], ENV, timeout=60)
+    seen, status = serve_on_a_terminal(["--card", CARD, "--port", "0"], ENV, timeout=60)
     assert status == 130
     note, rest = seen.split(b"\r\x1b[K", 1)  # the note, a carriage return and erase-line, then the address line
     assert note == b"omni serve: warming up (one utterance nobody hears)..."

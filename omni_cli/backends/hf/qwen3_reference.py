@@ -22,7 +22,11 @@ def generate_reference(model, input_ids: list[int], *, voice: str, thinker_max: 
                        thinker_eos: int) -> Qwen3ReferenceRun:
     """One request through generate with its talker greedy (talker_do_sample=False: the code predictor follows);
     the talker's frames are read from what its generate returns, as generate itself reads them."""
+    import logging
+
     import torch
+
+    from .reference import _greedy_talker_flags
 
     captured = {}
     talker_generate = model.talker.generate
@@ -32,6 +36,8 @@ def generate_reference(model, input_ids: list[int], *, voice: str, thinker_max: 
         return captured["talker"]
 
     model.talker.generate = spy
+    flags = logging.getLogger("transformers.generation.configuration_utils")
+    flags.addFilter(_greedy_talker_flags)  # generate hands the greedy talker its temperature: a warning, no effect
     try:
         start = time.perf_counter()
         with torch.no_grad(), warnings.catch_warnings():
@@ -43,6 +49,7 @@ def generate_reference(model, input_ids: list[int], *, voice: str, thinker_max: 
         latency = time.perf_counter() - start
     finally:
         del model.talker.generate
+        flags.removeFilter(_greedy_talker_flags)
     talker = captured["talker"]
     frames = [tuple(step[-1][0].tolist()) for step in talker.hidden_states if step[-1] is not None]
     return Qwen3ReferenceRun(sequences[0, len(input_ids):].tolist(), frames, talker.sequences[0].tolist(),

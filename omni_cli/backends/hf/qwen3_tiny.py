@@ -46,9 +46,10 @@ def _build(directory: Path) -> Path:
     model = Qwen3OmniMoeForConditionalGeneration(config).eval()
     with torch.no_grad():
         # at the default init scale the tiny talker and code predictor repeat one code; larger weights make
-        # their greedy codes vary, so code-level parity checks something
+        # their greedy codes vary, so code-level parity checks something. (Every matrix, the talker's stacked
+        # experts included: transformers 5.24 leaves those uninitialised, whatever memory held before.)
         for weight in [*model.talker.parameters(), *model.thinker.get_input_embeddings().parameters()]:
-            if weight.ndim == 2:
+            if weight.ndim >= 2:
                 weight.normal_(0.0, 0.3)
         # the random Code2Wav whispers at ~1e-6: bring it to speech level (RMS about 0.1)
         probe = model.code2wav(torch.arange(4 * 20).view(1, 4, 20) % 32)

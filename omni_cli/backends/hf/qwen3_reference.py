@@ -19,7 +19,7 @@ class Qwen3ReferenceRun:
 
 
 def generate_reference(model, input_ids: list[int], *, voice: str, thinker_max: int, talker_max: int,
-                       thinker_eos: int) -> Qwen3ReferenceRun:
+                       thinker_eos: int | list[int], talker_min: int = 0) -> Qwen3ReferenceRun:
     """One request through generate with its talker greedy (talker_do_sample=False: the code predictor follows);
     the talker's frames are read from what its generate returns, as generate itself reads them."""
     import logging
@@ -45,7 +45,8 @@ def generate_reference(model, input_ids: list[int], *, voice: str, thinker_max: 
             warnings.simplefilter("ignore", UserWarning)
             sequences, wave = model.generate(
                 torch.tensor([input_ids], device=model.device), speaker=voice, thinker_max_new_tokens=thinker_max,
-                thinker_eos_token_id=thinker_eos, talker_max_new_tokens=talker_max, talker_do_sample=False)
+                thinker_eos_token_id=thinker_eos, talker_max_new_tokens=talker_max,
+                talker_min_new_tokens=talker_min, talker_do_sample=False)
         latency = time.perf_counter() - start
     finally:
         del model.talker.generate

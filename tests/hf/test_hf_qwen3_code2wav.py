@@ -81,3 +81,32 @@ def test_frames_decoded_beside_chunked_decode(code2wav, capsys):
 def test_chunk_of_wrong_shape_is_refused(code2wav):
     with pytest.raises(ValueError, match="Code2Wav chunk"):
         decode_chunk(code2wav, torch.zeros(1, 3, 2, dtype=torch.long), new_stream(code2wav))
+
+
+def test_batched_chunks_equal_alone(code2wav):
+    """Chunks of three requests, one length at a time, their convolutions as one batch: each request's waveform
+    equals its own streamed alone within the card's batching tolerance (another batch size rounds differently)."""
+    from omni_cli.backends.hf.code2wav import decode_chunks
+
+    utterances = [_codes(seed)[..., :24] for seed in range(3)]
+    alone = [_streamed(code2wav, codes, [4, 8, 12])[0] for codes in utterances]
+    streams, pieces, start = [new_stream(code2wav) for _ in utterances], [[] for _ in utterances], 0
+    for size in (4, 8, 12):
+        made = decode_chunks(code2wav, [codes[..., start:start + size] for codes in utterances], streams)
+        for row, piece in enumerate(made):
+            pieces[row].append(piece)
+        start += size
+    for row, expected in enumerate(alone):
+        together = torch.cat(pieces[row], dim=-1)
+        assert together.shape == expected.shape
+        assert (together - expected).abs().max().item() <= 1e-5
+    assert not torch.equal(alone[0], alone[1])  # three different utterances
+
+
+def test_batch_of_first_and_later_chunks_is_refused(code2wav):
+    from omni_cli.backends.hf.code2wav import decode_chunks
+
+    later = new_stream(code2wav)
+    decode_chunk(code2wav, _codes()[..., :2], later)
+    with pytest.raises(ValueError, match="all first chunks or none"):
+        decode_chunks(code2wav, [_codes()[..., :2], _codes()[..., :2]], [new_stream(code2wav), later])

@@ -62,13 +62,37 @@ def decode_chunk(code2wav: Any, codes: torch.Tensor, stream: Code2WavStream) -> 
         raise ValueError(f"a Code2Wav chunk takes [1, {code2wav.config.num_quantizers}, n >= 1] codes, "
                          f"not {list(codes.shape)}")
     stream._next_tail = 0
+    return _convolved(code2wav, _transformed(code2wav, codes, stream), stream)
+
+
+@torch.no_grad()
+def decode_chunks(code2wav: Any, chunks: list[torch.Tensor], streams: list[Code2WavStream]) -> list[torch.Tensor]:
+    """`decode_chunk` of several requests' chunks of one length, each its stream's first or none its first: the
+    transformer row by row (each has its own cache and positions), the convolutions as one batch (their carried
+    inputs stacked), which is most of the work."""
+    if len(chunks) == 1:
+        return [decode_chunk(code2wav, chunks[0], streams[0])]
+    if len({c.shape[-1] for c in chunks}) > 1 or len({s.num_frames == 0 for s in streams}) > 1:
+        raise ValueError("a Code2Wav batch takes chunks of one length, all first chunks or none")
+    for codes in chunks:
+        if codes.shape[1] != code2wav.config.num_quantizers:
+            raise ValueError(f"a Code2Wav chunk takes [1, {code2wav.config.num_quantizers}, n >= 1] codes")
+    rows = [_transformed(code2wav, codes, stream) for codes, stream in zip(chunks, streams, strict=True)]
+    return list(_convolved(code2wav, torch.cat(rows), _Stacked(streams)).split(1))
+
+
+def _transformed(code2wav: Any, codes: torch.Tensor, stream: Code2WavStream) -> torch.Tensor:
+    """The chunk's frames through the sliding-window transformer, its cache carried: [1, hidden, n]."""
     n = codes.shape[-1]
     hidden = code2wav.code_embedding(codes + code2wav.code_offset).mean(1)
     positions = torch.arange(stream.num_frames, stream.num_frames + n, device=codes.device)[None]
     hidden = code2wav.pre_transformer(inputs_embeds=hidden, position_ids=positions, cache=stream.kv,
                                       use_cache=True).last_hidden_state
     stream.num_frames += n
-    hidden = hidden.permute(0, 2, 1)
+    return hidden.permute(0, 2, 1)
+
+
+def _convolved(code2wav: Any, hidden: torch.Tensor, stream: Any) -> torch.Tensor:
     for blocks in code2wav.upsample:
         for block in blocks:
             hidden = _streamed(block, hidden, stream)
@@ -77,7 +101,24 @@ def decode_chunk(code2wav: Any, codes: torch.Tensor, stream: Code2WavStream) -> 
     return hidden.clamp(min=-1, max=1)
 
 
-def _streamed(module: Any, x: torch.Tensor, stream: Code2WavStream) -> torch.Tensor:
+class _Stacked:
+    """Several streams' carried inputs as one batch's: stacked when taken, each row kept by its own stream."""
+
+    def __init__(self, streams: list[Code2WavStream]):
+        self.streams = streams
+        for stream in streams:
+            stream._next_tail = 0
+
+    def take(self) -> torch.Tensor | None:
+        tails = [stream.take() for stream in self.streams]
+        return None if tails[0] is None else torch.cat(tails)
+
+    def keep(self, tail: torch.Tensor | None) -> None:
+        for row, stream in enumerate(self.streams):
+            stream.keep(None if tail is None else tail[row:row + 1].clone())
+
+
+def _streamed(module: Any, x: torch.Tensor, stream: Any) -> torch.Tensor:
     if isinstance(module, Qwen3OmniMoeCausalConvNet):
         return _causal_conv(module, x, stream)
     if isinstance(module, Qwen3OmniMoeCausalTransConvNet):
@@ -98,7 +139,7 @@ def _streamed(module: Any, x: torch.Tensor, stream: Code2WavStream) -> torch.Ten
     raise TypeError(f"Code2Wav streaming does not know {type(module).__name__}")
 
 
-def _causal_conv(module: Any, x: torch.Tensor, stream: Code2WavStream) -> torch.Tensor:
+def _causal_conv(module: Any, x: torch.Tensor, stream: Any) -> torch.Tensor:
     """A stride-1 causal convolution: the whole forward pads `padding` zeros on the left; streamed, the last
     `padding` inputs of the chunks before stand in for them."""
     if module.stride != 1:
@@ -107,11 +148,11 @@ def _causal_conv(module: Any, x: torch.Tensor, stream: Code2WavStream) -> torch.
     if tail is None:
         tail = x.new_zeros(x.shape[0], x.shape[1], module.padding)
     x = torch.cat([tail, x], dim=-1)
-    stream.keep(x[..., x.shape[-1] - module.padding:])
+    stream.keep(x[..., x.shape[-1] - module.padding:].clone())  # a copy: a view would keep all of x alive
     return module.conv(x).contiguous()
 
 
-def _causal_trans_conv(module: Any, x: torch.Tensor, stream: Code2WavStream) -> torch.Tensor:
+def _causal_trans_conv(module: Any, x: torch.Tensor, stream: Any) -> torch.Tensor:
     """A transposed convolution (kernel K, stride S, K a multiple of S): output block j sums inputs j - K/S + 1
     .. j; the whole forward trims K - S samples on each side. Streamed, the last K/S - 1 inputs are carried and
     only the blocks all of whose inputs have come are made."""
@@ -122,7 +163,7 @@ def _causal_trans_conv(module: Any, x: torch.Tensor, stream: Code2WavStream) -> 
     tail = stream.take()
     if tail is not None:
         x = torch.cat([tail, x], dim=-1)
-    stream.keep(x[..., x.shape[-1] - held:] if held else None)
+    stream.keep(x[..., x.shape[-1] - held:].clone() if held else None)
     out = module.conv(x)
     return out[..., kernel - stride: x.shape[-1] * stride].contiguous()
 
@@ -155,4 +196,4 @@ def utterance_samples(code2wav: Any, num_frames: int) -> int:
     return length
 
 
-__all__ = ["Code2WavStream", "decode_chunk", "held_samples", "new_stream", "utterance_samples"]
+__all__ = ["Code2WavStream", "decode_chunk", "decode_chunks", "held_samples", "new_stream", "utterance_samples"]

@@ -7,16 +7,17 @@ import torch
 
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput
 from omni_cli.backends.hf.ar import module_bytes, or_error
-from omni_cli.backends.hf.code2wav import Code2WavStream, decode_chunk, new_stream
+from omni_cli.backends.hf.code2wav import Code2WavStream, decode_chunks, new_stream
 from omni_cli.backends.hf.params import VocoderParams
 from omni_cli.backends.hf.qwen3_loading import Qwen3Loaded
 from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 
 
 class Qwen3Vocoder:
-    """A chunk's frames (each a tuple of every codebook group's code) through `code2wav.decode_chunk`: the
+    """A chunk's frames (each a tuple of every codebook group's code) through `code2wav.decode_chunks`: the
     request's state carries the transformer's cache and each convolution's left context, so no look-ahead and no
-    re-decoded context (`lookahead_codes` and `context_codes` are 0)."""
+    re-decoded context (`lookahead_codes` and `context_codes` are 0). Several requests' chunks of one length run
+    their convolutions as one batch."""
 
     role = "vocoder"
     sample_rate = 24000
@@ -57,7 +58,7 @@ class Qwen3Vocoder:
         return 4 * samples * self.config.decoder_dim * 4 + 8 * num_codes * self.config.hidden_size * 4
 
     def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
-        return max(step_bytes)  # chunks run one after another
+        return sum(step_bytes)  # chunks of one length run as one batch
 
     def kept_bytes(self) -> int:
         return 0
@@ -66,18 +67,40 @@ class Qwen3Vocoder:
     def run(self, kind: str, inputs: list[VocoderChunkInput]) -> list[VocoderChunkOutput]:
         if kind != AUDIO_CHUNK:
             raise ValueError(f"the vocoder runs audio_chunk WorkUnits, not {kind!r}")
-        # each request's stream is its own: chunks of several requests run one after another
-        return [or_error(self._chunk, inp) for inp in inputs]
+        outputs: list = [None] * len(inputs)
+        groups: dict[tuple[int, bool], list[int]] = {}
+        for i, inp in enumerate(inputs):  # chunks of one length (first chunks apart) run as one batch
+            problem = self._problem(inp)
+            if problem is not None:
+                outputs[i] = problem
+            else:
+                groups.setdefault((inp.end - inp.start, inp.state.num_frames == 0), []).append(i)
+        for rows in groups.values():
+            made = or_error(self._chunks, [inputs[i] for i in rows])
+            for j, i in enumerate(rows):  # a batch that raised: each of its requests gets the error
+                outputs[i] = made if isinstance(made, Exception) else made[j]
+        return outputs
+
+    @staticmethod
+    def _problem(inp: VocoderChunkInput) -> Exception | None:
+        stream: Code2WavStream = inp.state
+        if inp.start != stream.num_frames or inp.end <= inp.start:
+            return ValueError(f"Code2Wav chunks run in order: the next frame is {stream.num_frames}, "
+                              f"not {inp.start} (to {inp.end})")
+        return None
 
     @torch.no_grad()
+    def _chunks(self, inputs: list[VocoderChunkInput]) -> list[VocoderChunkOutput]:
+        chunks = [torch.tensor([inp.codes[i] for i in range(inp.start, inp.end)], dtype=torch.long,
+                               device=self.device).T[None] for inp in inputs]  # each [1, groups, n]
+        made = decode_chunks(self.module, chunks, [inp.state for inp in inputs])
+        return [VocoderChunkOutput(s.reshape(-1).float().cpu().numpy().astype(np.float32)) for s in made]
+
     def _chunk(self, inp: VocoderChunkInput) -> VocoderChunkOutput:
-        stream: Code2WavStream = inp.state
-        if inp.start != stream.num_frames:
-            raise ValueError(f"Code2Wav chunks run in order: the next frame is {stream.num_frames}, not {inp.start}")
-        frames = [inp.codes[i] for i in range(inp.start, inp.end)]
-        codes = torch.tensor(frames, dtype=torch.long, device=self.device).T[None]  # [1, groups, n]
-        samples = decode_chunk(self.module, codes, stream)
-        return VocoderChunkOutput(samples.reshape(-1).float().cpu().numpy().astype(np.float32))
+        problem = self._problem(inp)
+        if problem is not None:
+            raise problem
+        return self._chunks([inp])[0]
 
     @with_threads
     def synthesize(self, frames: list[tuple[int, ...]], voice: str | None = None, seed: int | None = None) -> np.ndarray:

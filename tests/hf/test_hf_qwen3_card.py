@@ -154,3 +154,17 @@ def test_omni_speak_writes_generate_s_waveform(cards, qwen3_checkpoint, referenc
         written = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.float32) / 32767
     expected = references[0].samples
     assert written.shape == expected.shape and np.max(np.abs(written - expected)) <= 1.5 / 32767
+
+
+def test_stream_and_barrier_hand_offs_give_the_same_outputs(program):
+    spy = FrameSpy(program.components["talker"])
+    try:
+        runs = {mode: Engine(program).submit(SpeakRequest(PROMPT, mode="chat", handoff=mode), collect=True).result()
+                for mode in ("barrier", "stream")}
+    finally:
+        spy.close()
+    barrier, stream = runs["barrier"], runs["stream"]
+    assert stream.tokens == barrier.tokens and len(stream.tokens["talker_decode"]) > 10
+    assert stream.samples.size > 0 and np.array_equal(stream.samples, barrier.samples)
+    first, second = spy.frames.values()
+    assert first == second

@@ -168,3 +168,20 @@ def test_stream_and_barrier_hand_offs_give_the_same_outputs(program):
     assert stream.samples.size > 0 and np.array_equal(stream.samples, barrier.samples)
     first, second = spy.frames.values()
     assert first == second
+
+
+def test_bfloat16_equals_generate_in_bfloat16(cards, qwen3_checkpoint):
+    from transformers import Qwen3OmniMoeForConditionalGeneration
+
+    from omni_cli.backends.hf.loading import quiet_transformers
+
+    settings = {"model_path": str(qwen3_checkpoint), "dtype": "bfloat16"}
+    program = load(str(greedy_card(cards, "bf16")), settings=settings)
+    (result,), (frames,), _ = run_requests(program, TEXTS[:1])
+    with quiet_transformers():
+        model = Qwen3OmniMoeForConditionalGeneration.from_pretrained(str(qwen3_checkpoint), dtype=torch.bfloat16)
+    thinker = program.components["thinker"]
+    ref = generate_reference(model.eval(), thinker.encode(PROMPT, "chat").prefill_ids, voice="Chelsie",
+                             thinker_max=THINKER_MAX, talker_max=TALKER_MAX, thinker_eos=min(thinker.eos_token_ids))
+    assert thinker.module.dtype == torch.bfloat16 and len(ref.frames) > 10
+    assert_equals_generate(result, frames, ref)

@@ -71,6 +71,9 @@ class ARStepOutput:
     logits: np.ndarray  # float32 [vocab]: scores of the next token (before our sampling)
     hidden: Any = None  # last-layer hidden state of each consumed position (backend-native array)
     embeds: Any = None  # input embedding of each consumed position (backend-native array)
+    # what else the step made of the positions it consumed (Qwen3-Omni's talker: the consumed frame's codes of
+    # every codebook group, filled by its code predictor inside the step); handed on in ARItem.extra
+    extra: Any = None
 
 
 @dataclass
@@ -139,6 +142,7 @@ class ARItem:
     token: int  # the token chosen from this step's logits (may be EOS)
     hidden: Any = None
     embeds: Any = None
+    extra: Any = None  # ARStepOutput.extra of this step
 
 
 class ARModel(Component, Protocol):

@@ -194,7 +194,7 @@ class ARDecodeLoop(Loop):
         state.tokens.append(token)
         state.history.append(token)
         state.step += 1
-        state.out.put(ARItem(plan.step, list(consumed), token, output.hidden, output.embeds))
+        state.out.put(ARItem(plan.step, list(consumed), token, output.hidden, output.embeds, output.extra))
         n = len(state.tokens)
         if token in self.component.eos_token_ids:
             self._finish(state, "eos", truncated=False)

@@ -50,3 +50,20 @@ def realwidth_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from omni_cli.backends.hf.realwidth import build_real_width_checkpoint
 
     return build_real_width_checkpoint(tmp_path_factory.mktemp("qwen2_5_omni_3b_width"), "3b")
+
+
+@pytest.fixture(scope="session")
+def qwen3_build(tmp_path_factory: pytest.TempPathFactory) -> TinyBuild:
+    """The tiny Qwen3-Omni checkpoint (`python -m omni_cli.backends.hf.qwen3_tiny DIR`), built once, in a fresh
+    process as a user builds it."""
+    directory = tmp_path_factory.mktemp("qwen3_omni_tiny")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "omni_cli.backends.hf.qwen3_tiny", str(directory)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return TinyBuild(directory, done.stdout, done.stderr)
+
+
+@pytest.fixture(scope="session")
+def qwen3_checkpoint(qwen3_build: TinyBuild) -> Path:
+    return qwen3_build.path

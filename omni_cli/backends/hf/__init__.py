@@ -1,4 +1,4 @@
-"""The hf backend: a local Qwen2.5-Omni checkpoint through transformers' modules, stepped by our loops."""
+"""The hf backend: a local Qwen2.5-Omni or Qwen3-Omni checkpoint through transformers' modules, stepped by our loops."""
 
 from __future__ import annotations
 
@@ -20,9 +20,13 @@ CHECKPOINT_FILES = ("config.json", "spk_dict.pt")  # what every Qwen2.5-Omni che
 
 def missing_checkpoint_file(model_path: str) -> str | None:
     """Why `model_path` is not a checkpoint directory, or None when it looks like one."""
+    from .qwen3_build import is_qwen3_omni
+
     path = Path(model_path).expanduser()
     if not path.is_dir():
         return f"{path}: no such checkpoint directory"
+    if is_qwen3_omni(model_path):  # Qwen3-Omni's voices are in its config.json
+        return None
     for needed in CHECKPOINT_FILES:
         if not (path / needed).is_file():
             return f"{path} is not a Qwen2.5-Omni checkpoint directory: {needed} is missing"
@@ -75,6 +79,10 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
     def threads(role: str) -> Any:  # the component's own num_threads, else the card's (threads.py)
         return choose_threads(role_params(role).num_threads, config.num_threads)
 
+    from .qwen3_build import build_qwen3, is_qwen3_omni
+
+    if is_qwen3_omni(config.model_path):  # the checkpoint's config.json says which model it is
+        return build_qwen3(config, names, role_params, threads, on_load)
     if only is not None and only == names["vocoder"]:
         from .loading import load_token2wav
 

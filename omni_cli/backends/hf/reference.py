@@ -43,6 +43,16 @@ class GenerateReference:
 
         from .threads import intra_op_threads
 
+        if self.model.config.model_type == "qwen3_omni_moe":  # a Qwen3-Omni checkpoint: qwen3_reference.py
+            from .qwen3_reference import generate_reference
+
+            if forced is not None:
+                raise ValueError("the Qwen3-Omni reference runs chat mode only (no forced reply)")
+            with intra_op_threads(self.num_threads or torch.get_num_threads()):
+                return generate_reference(self.model, input_ids, voice=voice, thinker_max=thinker_max,
+                                          talker_max=talker_max, talker_min=talker_min,
+                                          thinker_eos=self.model.thinker.generation_config.eos_token_id)
+
         captured = {}
         talker_generate = self.model.talker.generate
 
@@ -88,12 +98,14 @@ def load_reference(model_path: str, dtype: object = None, device: object = "cpu"
     the checkpoint's own) in eval mode on `device`, and the tokenizer to make its input ids; from_pretrained
     reads `spk_dict.pt` itself. `on_load` hears each weight tensor, as our own load's reporter does
     (`omni bench --reference` counts them: a load that read no weights shows). Returns (model, tokenizer)."""
-    from transformers import AutoTokenizer, Qwen2_5OmniForConditionalGeneration
+    from transformers import AutoTokenizer, Qwen2_5OmniForConditionalGeneration, Qwen3OmniMoeForConditionalGeneration
 
     from .loading import counted_weights, quiet_transformers
+    from .qwen3_build import is_qwen3_omni
 
+    cls = Qwen3OmniMoeForConditionalGeneration if is_qwen3_omni(model_path) else Qwen2_5OmniForConditionalGeneration
     with quiet_transformers(), counted_weights(on_load):
-        model = Qwen2_5OmniForConditionalGeneration.from_pretrained(model_path, dtype=dtype or "auto")
+        model = cls.from_pretrained(model_path, dtype=dtype or "auto")
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(model_path)
     return model.to(device).eval(), tokenizer

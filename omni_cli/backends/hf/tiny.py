@@ -39,8 +39,9 @@ SPECIAL_TOKENS = {
 }
 
 
-def save_tokenizer(directory: Path, vocab_size: int) -> None:
-    """A character-level tokenizer (BPE without merges) with the chat template's special tokens."""
+def save_tokenizer(directory: Path, vocab_size: int, words: dict[str, int] | None = None) -> None:
+    """A character-level tokenizer (BPE without merges) with the chat template's special tokens; `words`
+    (word -> id) are whole-word tokens besides (Qwen3-Omni's generate finds the roles by their ids)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models
     from transformers import PreTrainedTokenizerFast
 
@@ -51,10 +52,13 @@ def save_tokenizer(directory: Path, vocab_size: int) -> None:
         vocab[char] = next_id
         next_id += 1
     taken = set(vocab.values())
+    vocab.update({word: i for word, i in (words or {}).items() if word not in vocab})
+    taken = set(vocab.values())
     vocab.update({f"<|extra_{i}|>": i for i in range(vocab_size) if i not in taken})
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     tokenizer.decoder = decoders.Fuse()
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS.values()])
+    tokenizer.add_tokens([AddedToken(word, normalized=False) for word in words or {}])
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     fast.save_pretrained(directory)
 

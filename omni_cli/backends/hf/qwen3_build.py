@@ -1,0 +1,37 @@
+"""The hf backend's Qwen3-Omni components: MoE thinker, talker with its code predictor, streamed Code2Wav."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..base import LoadReporter
+
+MODEL_TYPE = "qwen3_omni_moe"  # config.json's model_type of a Qwen3-Omni checkpoint
+
+
+def is_qwen3_omni(model_path: str) -> bool:
+    """Whether the checkpoint directory's config.json names Qwen3-Omni (read without importing torch)."""
+    try:
+        config = json.loads((Path(model_path).expanduser() / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("model_type") == MODEL_TYPE
+
+
+def build_qwen3(settings: Any, names: dict[str, str], role_params: Callable[[str], Any], threads: Callable[[str], Any],
+                on_load: LoadReporter) -> dict[str, Any]:
+    """The three components of one Qwen3-Omni checkpoint, sharing its modules, by component name. The thinker is
+    Qwen2.5-Omni's stepping (thinker.py) over the MoE thinker: the same calls, the same ChatML prompts."""
+    from .qwen3_loading import load_qwen3
+    from .qwen3_talker import Qwen3Talker
+    from .qwen3_vocoder import Qwen3Vocoder
+    from .thinker import HFThinker
+
+    loaded = load_qwen3(settings, on_load)
+    thinker = HFThinker(loaded, role_params("thinker"), names["thinker"], threads("thinker"))
+    talker = Qwen3Talker(loaded, role_params("talker"), names["talker"], threads("talker"))
+    vocoder = Qwen3Vocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"))
+    return {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}

@@ -26,8 +26,7 @@ class NumpyThinker(ThinkerModel):
         self.embedding = ws.table(VOCAB_SIZE, params.d_model, scale=0.5)
         self.head = ws.matrix(params.d_model, VOCAB_SIZE, scale=2.0)
         # drawn apart from the rest, so a card without an audio encoder keeps every weight it had
-        markers = WeightSource(seed, 6).table(3, params.d_model, scale=0.5)
-        self.input_table = np.concatenate([self.embedding, markers])
+        self.markers = WeightSource(seed, 6).table(3, params.d_model, scale=0.5)
         self.d_model = params.d_model
         self.max_positions = params.max_positions
         self.eos_token_ids = frozenset({EOS})
@@ -50,7 +49,12 @@ class NumpyThinker(ThinkerModel):
         return bytes([t for t in token_ids if t < 256]).decode("utf-8", errors="replace")  # a list: faster than a generator
 
     def embed_tokens(self, token_ids: list[int]) -> np.ndarray:
-        return self.input_table[np.asarray(token_ids, dtype=np.int64)]
+        ids = np.asarray(token_ids, dtype=np.int64)
+        if not len(ids) or ids.max() < VOCAB_SIZE:
+            return self.embedding[ids]
+        rows = self.embedding[np.minimum(ids, VOCAB_SIZE - 1)]
+        rows[ids >= VOCAB_SIZE] = self.markers[ids[ids >= VOCAB_SIZE] - VOCAB_SIZE]
+        return rows
 
     # resources
     def new_cache(self):
@@ -63,7 +67,7 @@ class NumpyThinker(ThinkerModel):
         return self.decoder.step_bytes(num_new, num_positions)
 
     def weight_bytes(self) -> int:
-        return self.decoder.weight_bytes() + self.input_table.nbytes + self.head.nbytes
+        return self.decoder.weight_bytes() + self.embedding.nbytes + self.markers.nbytes + self.head.nbytes
 
     # work
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:

@@ -9,7 +9,7 @@ from typing import Any
 from ..backends.base import ARItem
 from ..loops import ARChannel, AudioPiece, Channel, CodesFeed, TalkerFeed, ThinkerFeed
 from ..loops.listen_feed import ListenFeed
-from ..spec import CardSpec, SpeakRequest, clean_text
+from ..spec import CardSpec, SpeakRequest, SpecError, SpecIssue, clean_text
 from ..spec.stream import AudioChunk, StreamEvent, TextPiece
 
 
@@ -88,6 +88,10 @@ def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFe
     """A chat turn: the text and the heard audio (its encoded blocks, as they come) → the thinker's prompt."""
     text, heard = inputs
     has_audio = ctx.request.audio is not None
+    if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
+        if has_audio:
+            raise SpecError([SpecIssue("<request>", None, "mode", "echo speaks the text: heard audio needs chat mode")])
+        return tokenize(ctx, [text], mode)
     if text.strip() or not has_audio:  # a spoken question may come without text; a turn with neither is empty
         text = clean_text(text, ctx.card.limits.max_text_chars)
     encoder = ctx.roles["audio_encoder"]

@@ -33,6 +33,7 @@ class ServeOptions:
     concurrency: int = 8  # requests in the engine at once, interleaved and batched
     max_queue: int = 64  # accepted requests waiting for a slot; one more is a 429
     max_body_bytes: int = 64 << 10  # JSON bodies: the longest input a card takes is a few KiB of UTF-8
+    max_chat_body_bytes: int = 32 << 20  # chat bodies may carry a spoken question as base64 audio
     max_header_bytes: int = 16 << 10  # all request headers together
 
 
@@ -122,7 +123,7 @@ async def speech_route(ctx: ServeContext, request: Request):
 
 
 async def chat_route(ctx: ServeContext, request: Request):
-    body = chat.chat_body(ctx.info, await read_body(request, ctx.options.max_body_bytes))
+    body = chat.chat_body(ctx.info, await read_body(request, ctx.options.max_chat_body_bytes))
     ticket = ctx.worker.submit(body.request, "chat")
     return EngineResponse(ctx.worker, ticket, chat.produce(ctx, body, ticket))
 

@@ -16,7 +16,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..engine import Engine, TraceEvent
 from ..spec import SpeakRequest
@@ -86,8 +86,7 @@ class EngineWorker:
             raise ApiError(503, "the engine thread has stopped", type="server_error", code="engine_stopped")
         loop = asyncio.get_running_loop()
         rid = f"{prefix}-{next(self._ids)}"
-        request = SpeakRequest(request.text, request.mode, request.voice, request.seed, request.max_tokens,
-                               request.handoff, rid)
+        request = replace(request, request_id=rid)  # every field kept (a chat turn's heard audio too)
         ticket = Ticket(rid, request, loop, loop.create_future(), asyncio.Queue())
         self.active += 1
         self._inbox.put(("submit", ticket))

@@ -33,14 +33,16 @@ class AudioSource:
         block = np.asarray(samples, dtype=np.float32).reshape(-1)
         with self._cond:
             if self._ended:
-                raise RuntimeError("audio pushed after its end")
+                return  # stopped early (Ctrl-C): what still arrives is not heard
             if block.size:
                 self._raw.append(block)
             self._cond.notify_all()
 
     def end(self, error: str | None = None) -> None:
-        """No more samples will come (`error`: the stream broke)."""
+        """No more samples will come (`error`: the stream broke); a second end changes nothing."""
         with self._cond:
+            if self._ended:
+                return
             self._ended = True
             self.error = error
             self._cond.notify_all()

@@ -16,11 +16,6 @@ from .report import exit_with
 HELP = """Answer one turn, spoken (--audio) and/or written (TEXT), in text and speech.
 
 \b
-  omni chat --card qwen2_5_omni_toy --audio question.wav -o answer.wav
-  arecord -f S16_LE -r 16000 | omni chat -c qwen2_5_omni_toy --audio - -o - | aplay
-  omni chat -c qwen2_5_omni --model-path DIR --audio q.flac "Answer briefly." --json
-
-\b
 --audio FILE: WAV, FLAC or OGG at any rate and channel count (mixed to mono,
 resampled to the encoder's rate as it arrives). `--audio -` reads a WAV
 stream from stdin while it is being written: the card's audio encoder runs
@@ -28,7 +23,12 @@ one block as soon as that block's audio is in, and the thinker prefills it,
 so the answer starts soon after the speaker stops.
 The card must listen (`omni cards show NAME`: capability listen); the
 default voice (piper_joe) does not. Output, --json, --trace and the exit
-status are as for `omni speak`.
+status are as for `omni speak`; Ctrl-C stops waiting for more audio.
+
+\b
+  omni chat --card qwen2_5_omni_toy --audio question.wav -o answer.wav
+  arecord -f S16_LE -r 16000 | omni chat -c qwen2_5_omni_toy --audio - -o - | aplay
+  omni chat -c qwen2_5_omni --model-path DIR --audio q.flac "Answer briefly." --json
 """
 
 
@@ -63,8 +63,10 @@ def chat(
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program or "chat", policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
-    request = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), audio=heard(audio))
-    job = SpeakJob(text or "", model, request, plan, 1, trace, quiet, False, allow_truncation=allow_truncation)
+    source = heard(audio)
+    request = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), audio=source)
+    job = SpeakJob(text or "", model, request, plan, 1, trace, quiet, False, allow_truncation=allow_truncation,
+                   on_stop=None if source is None else source.end)  # Ctrl-C: stop waiting for more audio
     outcome, _, view = run_job(job)
     if outcome.utterances or outcome.stopped:
         view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)

@@ -104,3 +104,20 @@ def test_bad_input_is_one_line_and_exit_2(omni, home, args, message):
 def test_stdin_that_is_not_a_wav_stream(omni, home):
     result = omni("chat", "-c", TOY, "--audio", "-", input="hello\n")
     assert result.exit_code == 2 and "not a WAV stream" in result.stderr
+
+
+def test_ctrl_c_while_the_audio_still_arrives_exits_130(spawn, home):
+    import signal
+    import subprocess
+
+    p = spawn("chat", "-c", TOY, "--audio", "-", "-o", "a.wav", "--max-tokens", "5", stdin=subprocess.PIPE)
+    p.stdin.write(wav_stream_header(16000, 1) + np.zeros(16000 * 3, "<i2").tobytes())
+    p.stdin.flush()
+    time.sleep(5)  # the toy card loads and hears the first blocks (a signal before that is covered elsewhere)
+    assert p.poll() is None
+    p.send_signal(signal.SIGINT)  # stdin stays open: the step waiting for more audio must return anyway
+    p.wait(timeout=30)
+    err = p.stderr.read().decode()
+    assert p.returncode == 130, err
+    assert "stopped: interrupted" in err and "Traceback" not in err
+    p.stdin.close()

@@ -167,3 +167,12 @@ def test_speak_and_piper_do_not_listen():
         speak.wire("r1", SpeakRequest("hi", audio=audio), lambda e: None)
     with pytest.raises(SpecError, match="lacks capability .*listen"):
         load("piper_joe", "chat")
+
+
+def test_the_chat_program_speaks_echo_requests_as_speak_does(chat):
+    """A server on the chat program also answers /v1/audio/speech: an echo request is the text, forced."""
+    speak = run_alone(load("qwen2_5_omni_toy"), SpeakRequest("Hello there", mode="echo"))
+    echo = run_alone(chat, SpeakRequest("Hello there", mode="echo"))
+    assert echo.tokens["thinker_decode"] == speak.tokens["thinker_decode"] and echo.samples.size
+    with pytest.raises(SpecError, match="heard audio needs chat mode"):
+        chat.wire("r1", SpeakRequest("hi", mode="echo", audio=AudioSource.whole(clip(0.5, 1), RATE)), lambda e: None)

@@ -160,3 +160,38 @@ def test_a_checkpoint_without_its_feature_extractor_is_refused(tiny_checkpoint, 
     card = greedy_card(tmp_path, "bare_card")
     with pytest.raises(SpecError, match="has no preprocessor_config.json: the audio encoder needs"):
         load(str(card), "chat", settings={"model_path": str(bare)})
+
+
+def test_the_spoken_answer_equals_generate_given_the_same_audio(tiny_checkpoint, features, tmp_path):
+    """Thinker ids, talker codes and the whole-utterance waveform equal generate's (the talker sees zeros at the
+    audio positions, as generate hands it)."""
+    card = greedy_card(tmp_path, "greedy_speech", thinker_max=12, talker_max=60)
+    program = load(str(card), "chat", settings={"model_path": str(tiny_checkpoint)})
+    thinker, encoder = program.roles["thinker"], program.roles["audio_encoder"]
+    samples = clip(4.57, 1)
+    feats = features(samples)
+    prompt = thinker.listen_prompt("hello there", True)
+    ids = prompt.before_ids + [prompt.audio_id] * encoder.tokens_for(len(samples)) + prompt.after_ids
+    model, talker_config = thinker.model, thinker.model.config.talker_config
+    captured, talker_generate = {}, model.talker.generate
+
+    def spy(*args, **kwargs):
+        captured["codes"] = talker_generate(*args, **kwargs)
+        return captured["codes"]
+
+    model.talker.generate = spy
+    try:
+        torch.manual_seed(0)
+        with torch.no_grad():
+            seq, wave = model.generate(
+                torch.tensor([ids]), input_features=feats["input_features"], feature_attention_mask=feats["attention_mask"],
+                speaker="Chelsie", thinker_max_new_tokens=12, talker_max_new_tokens=60, talker_do_sample=False,
+                talker_eos_token_id=[talker_config.tts_codec_pad_token_id, talker_config.tts_codec_end_token_id])
+    finally:
+        del model.talker.generate
+    ours = Engine(program).submit(SpeakRequest("hello there", mode="chat", voice="Chelsie", audio=streamed(samples)),
+                                  collect=True).result()
+    assert ours.error is None and ours.samples.size
+    assert ours.tokens["thinker_decode"] == seq[0, len(ids):].tolist()
+    assert ours.tokens["talker_decode"] == captured["codes"][0, len(ids) + 2:].tolist()
+    assert np.array_equal(ours.samples, wave.reshape(-1).float().numpy())

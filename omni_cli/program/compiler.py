@@ -100,8 +100,9 @@ class CompiledProgram:
         roles: the components the ops hand to feeds, when the engine's placement gives other views of them."""
         voice = self.resolve_voice(request.voice)
         if request.audio is not None and "audio" not in self.program.inputs:  # never heard and silently dropped
+            how = "can, with program chat" if "listen" in self.card.capabilities else "cannot listen"
             raise SpecError([SpecIssue("<request>", None, "audio", f"program {self.program.program!r} does not "
-                                       f"listen (card {self.card.model!r}{' can, with program chat' if 'listen' in self.card.capabilities else ' cannot listen'})")])
+                                       f"listen (card {self.card.model!r} {how})")])
         ctx = RequestContext(request_id, request, self.card, roles or self.roles,
                              request.mode or self.card.defaults.mode, voice, emit)
         slots: dict[str, Any] = {"text": request.text, "audio": request.audio}  # keep REQUEST_SLOTS in step

@@ -8,7 +8,9 @@ while the engine encodes each n_window block and prefills it; timed from the que
 AudioChunk. generate: Whisper's features and `Qwen2_5OmniForConditionalGeneration.generate` on the whole clip,
 started when the clip has ended; its first audio is its whole waveform, so it is timed to its return. Both run the
 same checkpoint in this process, one after the other, for each length and round; the ratios are printed beside
-the targets (>= 10x sooner at 10 s; growing < 1.5x from the shortest to the longest question).
+the targets (>= 10x sooner at 10 s; growing < 1.5x from the shortest to the longest question). The last column is
+a written turn's own time to first audio on the same engine: the floor of ours, what is left once nothing of the
+question remains to encode or prefill.
 """
 
 from __future__ import annotations
@@ -58,6 +60,21 @@ def ours(program, clip: np.ndarray, max_tokens: int) -> float:
     return first - ended["at"]
 
 
+def text_turn(program, max_tokens: int) -> float:
+    """A written turn from its submit to its first audio: the part of ours no encoding ahead can remove."""
+    from omni_cli.engine import Engine
+    from omni_cli.spec import SpeakRequest
+    from omni_cli.spec.stream import AudioChunk
+
+    handle = Engine(program).submit(SpeakRequest("hello there", mode="chat", max_tokens=max_tokens))
+    start = time.perf_counter()
+    for event in handle.stream():
+        if isinstance(event, AudioChunk) and event.num_samples:
+            handle.cancel()
+            return time.perf_counter() - start
+    raise RuntimeError("the text turn made no audio")
+
+
 def generate(program, features, clip: np.ndarray, max_tokens: int) -> float:
     import torch
 
@@ -94,13 +111,15 @@ def main() -> None:
         for seconds in args.seconds:
             clip = question(seconds)
             mine, theirs = ours(program, clip, args.max_tokens), generate(program, features, clip, args.max_tokens)
-            rows.setdefault(seconds, []).append((mine, theirs))
-    print(f"{'question':>9} {'ours: end -> first audio':>25} {'generate (whole clip)':>22} {'sooner':>8}")
+            rows.setdefault(seconds, []).append((mine, theirs, text_turn(program, args.max_tokens)))
+    print(f"{'question':>9} {'ours: end -> first audio':>25} {'generate (whole clip)':>22} {'sooner':>8} "
+          f"{'a text turn to first audio':>27}")
     medians = {}
-    for seconds, pairs in rows.items():
-        mine, theirs = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+    for seconds, runs in rows.items():
+        mine, theirs, text = (statistics.median(r[i] for r in runs) for i in range(3))
         medians[seconds] = mine
-        print(f"{seconds:>8.1f}s {mine * 1000:>22.0f} ms {theirs * 1000:>19.0f} ms {theirs / mine:>7.1f}x")
+        print(f"{seconds:>8.1f}s {mine * 1000:>22.0f} ms {theirs * 1000:>19.0f} ms {theirs / mine:>7.1f}x "
+              f"{text * 1000:>24.0f} ms")
     shortest, longest = min(medians), max(medians)
     print(f"growth {shortest:g} s -> {longest:g} s: {medians[longest] / medians[shortest]:.2f}x (target < 1.5x); "
           "sooner at 10 s: target >= 10x")

@@ -8,10 +8,11 @@ def test_toy_card_declares_the_cascade():
     assert card.model == "qwen2_5_omni_toy"
     assert "text_to_speech" in card.capabilities
     kinds = {name: loop.kind for name, loop in card.loops.items()}
-    assert kinds == {"thinker_decode": "ar_decode", "talker_decode": "ar_decode", "vocoder": "audio_decode"}
-    assert sorted(loop.component for loop in card.loops.values()) == ["talker", "thinker", "vocoder"]
+    assert kinds == {"thinker_decode": "ar_decode", "talker_decode": "ar_decode", "vocoder": "audio_decode",
+                     "audio_encode": "audio_encode"}  # the last is the chat program's input tower
+    assert sorted(loop.component for loop in card.loops.values()) == ["audio_encoder", "talker", "thinker", "vocoder"]
     slots = [loop.prompt_slot for loop in card.loops.values()]
-    assert len(set(slots)) == 3
+    assert len(set(slots)) == 4
 
 
 def test_cards_resolve_by_name_model_name_and_path():
@@ -22,7 +23,7 @@ def test_cards_resolve_by_name_model_name_and_path():
 
 
 def test_compiled_program_has_three_distinct_components_and_loop_kinds(toy):
-    comps = list(toy.components.values())
+    comps = [c for c in toy.components.values() if c.role != "audio_encoder"]  # the chat program's input tower
     assert len({id(c) for c in comps}) == 3
     assert sorted(c.role for c in comps) == ["talker", "thinker", "vocoder"]
     assert [type(loop).__name__ for loop in toy.loops.values()] == ["ARDecodeLoop", "ARDecodeLoop", "AudioDecodeLoop"]

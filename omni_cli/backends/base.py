@@ -12,6 +12,7 @@ import numpy as np
 AR_PREFILL = "ar_prefill"
 AR_TOKEN = "ar_token"
 AUDIO_CHUNK = "audio_chunk"
+AUDIO_BLOCK = "audio_block"  # one block of the audio encoder: the input speech it covers, encoded
 
 
 class BackendUnavailable(RuntimeError):
@@ -41,7 +42,8 @@ class Prefill:
     """What a prefill WorkUnit consumes: token ids (also the history for repetition penalty)."""
 
     token_ids: list[int]
-    payload: Any = None  # backend-specific, when the input is not plain tokens (talker embeddings)
+    payload: Any = None  # backend-specific, when the input is not plain tokens (talker embeddings, heard audio)
+    is_last: bool = True  # a chunked prefill (audio encoded while it arrives) has parts; the last one samples
 
 
 @dataclass
@@ -51,6 +53,33 @@ class ThinkerPrompt:
     prefill_ids: list[int]  # consumed by the prefill WorkUnit
     forced_ids: list[int] | None  # echo mode: the reply is forced to these tokens (EOS excluded)
     forced_end_id: int | None = None  # echo mode: the token forced after them (None: min(eos_token_ids))
+
+
+@dataclass
+class ListenPrompt:
+    """A chat turn around heard audio: `before_ids`, the audio's rows (each position `audio_id`), `after_ids`."""
+
+    before_ids: list[int]
+    after_ids: list[int]
+    audio_id: int  # the placeholder token of an audio position (its row comes from the audio encoder)
+
+
+@dataclass
+class AudioBlockInput:
+    """One request's input to one audio-encoder block: samples [start, stop) of its source at the encoder's rate."""
+
+    state_field: ClassVar[str] = "state"
+    state: Any  # per-request state made by `new_state` (hf: the log-mel floor so far)
+    source: Any  # an AudioSource (audio/source.py); the block's read waits until its samples have arrived
+    index: int  # the block's number within the request's audio
+    start: int
+    stop: int
+
+
+@dataclass
+class AudioBlockOutput:
+    rows: Any  # [n, thinker width]: the block's audio positions as the thinker's input rows (n may be 0)
+    num_samples: int  # samples of the block that had arrived (below stop - start: the audio ended inside it)
 
 
 @dataclass
@@ -169,6 +198,14 @@ class ThinkerModel(ARModel, Protocol):
         instructions has a third argument, `instructions` (str or None)."""
         ...
 
+    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
+        """A chat turn that may hold heard audio: the ids before and after the audio's rows."""
+        ...
+
+    def join_rows(self, parts: list[Any]) -> Any:
+        """The per-position rows of a chunked prefill's parts (hidden states, embeddings) as one array."""
+        return np.concatenate(parts, axis=0)
+
     def decode_text(self, token_ids: list[int]) -> str: ...
 
     def embed_tokens(self, token_ids: list[int]) -> Any: ...
@@ -209,6 +246,23 @@ class TalkerModel(ARModel, Protocol):
     def code_of(self, token: int) -> int | None:
         """The vocoder code of a talker token, None for special tokens."""
         ...
+
+
+class AudioEncoderModel(Component, Protocol):
+    """An input tower: audio at `sample_rate` in blocks of `block_samples`, each encoded alone (block-local
+    attention), so a block can run as soon as its audio has arrived and block by block equals the whole clip."""
+
+    sample_rate: int
+    block_samples: int
+    max_samples: int  # the longest audio one request may carry
+
+    def new_state(self) -> Any: ...
+
+    def tokens_for(self, num_samples: int) -> int:
+        """Audio positions the thinker gets for a clip of `num_samples` samples."""
+        ...
+
+    def step_bytes(self, num_samples: int) -> int: ...
 
 
 class VocoderModel(Component, Protocol):

@@ -8,7 +8,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from . import bench_cmd, catalog_cmd, examples, rollout_cmd, serve_cmd, speak, trace_cmd
+from . import bench_cmd, catalog_cmd, chat, examples, rollout_cmd, serve_cmd, speak, trace_cmd
 from .errors import SIGINT_EXIT, USAGE, classify, one_line
 from .report import error_line
 
@@ -100,6 +100,7 @@ app = typer.Typer(cls=OmniGroup, help=HELP, epilog=examples.ROOT, rich_markup_mo
                   pretty_exceptions_enable=False, add_completion=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
 app.command("speak", help=speak.HELP, epilog=examples.SPEAK, no_args_is_help=False)(speak.speak)
+app.command("chat", help=chat.HELP, epilog=examples.CHAT, no_args_is_help=False)(chat.chat)
 app.add_typer(trace_cmd.app, name="trace")
 app.add_typer(catalog_cmd.cards, name="cards")
 app.add_typer(catalog_cmd.programs, name="programs")

@@ -15,6 +15,9 @@ ROOT = epilog('omni speak "Hello, world" -o hello.wav',
 SPEAK = epilog('omni speak "Hello, world" -o hello.wav',
                "printf 'One.\\nTwo.\\n' | omni speak - -o out/ --json",
                'omni speak "Hello" -o - | aplay          # streaming WAV to a player')
+CHAT = epilog("omni chat -c qwen2_5_omni_toy --audio question.wav -o answer.wav",
+              "arecord -f S16_LE -r 16000 | omni chat -c qwen2_5_omni_toy --audio - -o - | aplay",
+              'omni chat -c qwen2_5_omni --model-path ./ckpt "What is the capital of France?" -o a.wav')
 BENCH = epilog("omni bench",
                "omni bench --requests 16 --concurrency 8 --json",
                "omni bench -c qwen2_5_omni --model-path ./tiny-omni --reference --rounds 3")

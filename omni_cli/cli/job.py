@@ -32,6 +32,7 @@ class SpeakJob:
     subscribers: list[Callable] = field(default_factory=list)  # more trace-event listeners (omni trace)
     allow_truncation: bool = False  # a request cut short at a cap still exits 0 (it is reported either way)
     allow_no_audio: bool = False  # a request that ends with no audio still exits 0 (it is reported either way)
+    on_stop: Callable[[], None] | None = None  # a signal also ends this (omni chat: the heard audio still arriving)
 
 
 def request_template(seed: int, max_tokens: int | None, voice: str | None, mode, handoff,
@@ -74,7 +75,7 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
     from ..spec import clean_text
 
     check_voice(engine, job.request.voice)
-    if job.text is not None:  # a bad TEXT fails before any file is created
+    if job.text is not None and job.request.audio is None:  # a bad TEXT fails before any file is created
         clean_text(job.text, engine.program.card.limits.max_text_chars)
     view = view_factory(engine) if view_factory else make_view(engine, sys.stderr, quiet=job.quiet,
                                                                verbose=job.verbose)
@@ -84,6 +85,9 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
     claims = claim_plan(job.plan, job.trace_path)  # every refusal comes before any file is touched
     source = (text_source(job.text) if job.text is not None
               else stdin_source(sys.stdin, engine.program.card.limits.max_text_chars))
+    if job.on_stop is not None:  # a step waiting on that input returns, so the cancel is seen at once
+        stop_lines, on_stop = source.stop, job.on_stop
+        source.stop = lambda: (stop_lines(), on_stop())
 
     def open_trace() -> TraceWriter:
         writer = TraceWriter(job.trace_path, job.plan.force)

@@ -45,6 +45,9 @@ class ARState(LoopState):
     tokens: list[int] = field(default_factory=list)  # generated ids (EOS included when it came)
     stop_reason: str | None = None  # eos | input_bound | max_tokens | max_positions
     truncated: bool = False  # it stopped at a cap (its output is cut short), not at its natural end
+    # a prefill in parts (heard audio, block by block): the parts before the last, kept for the prompt's item
+    part_is_last: bool = True
+    parts: list = field(default_factory=list)  # (consumed ids, hidden, embeds) of each earlier part
 
 
 @register_loop_kind
@@ -112,18 +115,21 @@ class ARDecodeLoop(Loop):
     def next(self, state: ARState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
             return DONE
-        if state.step == 0:  # prefill
-            prefill = state.feed.prefill()
+        if state.step == 0:  # prefill (in parts when the feed gives it so: each part extends the cache)
+            prefill = state.feed.prefill_part(state.positions)
             if prefill is None:
+                state.status = LoopStatus.WAITING
                 return Wait(state.feed.describe_wait)
-            n = len(prefill.token_ids)
+            n = state.positions + len(prefill.token_ids)
             if n + 1 > self.component.max_positions:
                 raise LoopInputError(f"{self.loop_id}: prompt of {n} tokens does not fit the model's "
                                      f"{self.component.max_positions} positions")
             state.status = LoopStatus.RUNNING
+            state.part_is_last = prefill.is_last
             return WorkPlan(AR_PREFILL, 0, (self.loop_id, AR_PREFILL),
-                            self.component.step_bytes(n, n), ARStepInput(state.cache, list(prefill.token_ids), prefill=prefill.payload),
-                            forced_token=state.feed.forced_at(0))
+                            self.component.step_bytes(len(prefill.token_ids), n),
+                            ARStepInput(state.cache, list(prefill.token_ids), prefill=prefill.payload),
+                            forced_token=state.feed.forced_at(0) if prefill.is_last else None)
         # decode
         feed = state.feed.step(state.step)
         if feed is None:
@@ -142,6 +148,15 @@ class ARDecodeLoop(Loop):
 
     def advance_many(self, items: list[tuple[ARState, WorkPlan, ARStepOutput]]) -> list[Exception | None]:
         """Advance a batch; the tokens it samples are chosen in one vectorised call (same numbers as alone)."""
+        if any(not state.part_is_last for state, _, _ in items):  # a prefill part before the last samples nothing
+            errors: list[Exception | None] = [None] * len(items)
+            rest = [(i, item) for i, item in enumerate(items) if item[0].part_is_last]
+            for i, (state, plan, output) in enumerate(items):
+                if not state.part_is_last:
+                    errors[i] = self._fold_part(state, plan, output)
+            for (i, _), error in zip(rest, self.advance_many([item for _, item in rest]) if rest else [], strict=True):
+                errors[i] = error
+            return errors
         if len(items) == 1:
             return [self._advance_one(*items[0])]
         for state, plan, _ in items:
@@ -188,13 +203,26 @@ class ARDecodeLoop(Loop):
             return exc
         return None
 
-    def _fold(self, state: ARState, plan: WorkPlan, output: ARStepOutput, token: int, most: int | None) -> None:
+    def _fold_part(self, state: ARState, plan: WorkPlan, output: ARStepOutput) -> Exception | None:
+        """A prefill part before the last: its positions are in the cache; its rows wait for the prompt's item."""
         consumed = plan.inputs.token_ids
+        state.positions += len(consumed)
+        state.history.extend(consumed)
+        state.parts.append((consumed, output.hidden, output.embeds))
+        return None
+
+    def _fold(self, state: ARState, plan: WorkPlan, output: ARStepOutput, token: int, most: int | None) -> None:
+        consumed, hidden, embeds = plan.inputs.token_ids, output.hidden, output.embeds
         state.positions += len(consumed)
         state.tokens.append(token)
         state.history.append(token)
         state.step += 1
-        state.out.put(ARItem(plan.step, list(consumed), token, output.hidden, output.embeds, output.extra))
+        if state.parts:  # the prompt's item holds every position of every part, as a prefill in one piece would
+            parts, state.parts = [*state.parts, (consumed, hidden, embeds)], []
+            consumed = [t for ids, _, _ in parts for t in ids]
+            hidden = self.component.join_rows([h for _, h, _ in parts])
+            embeds = self.component.join_rows([e for _, _, e in parts])
+        state.out.put(ARItem(plan.step, list(consumed), token, hidden, embeds, output.extra))
         n = len(state.tokens)
         if token in self.component.eos_token_ids:
             self._finish(state, "eos", truncated=False)

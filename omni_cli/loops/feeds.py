@@ -25,6 +25,11 @@ class ARFeed:
     def prefill(self) -> Prefill | None:
         raise NotImplementedError
 
+    def prefill_part(self, done: int) -> Prefill | None:
+        """The next part of a prefill given in parts, after `done` positions (ListenFeed: audio block by block);
+        a part with `is_last` False makes no token. By default the prefill is one part."""
+        return self.prefill() if done == 0 else None
+
     def step(self, step: int) -> StepFeed | None:
         raise NotImplementedError
 

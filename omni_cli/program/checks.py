@@ -17,7 +17,7 @@ from .graph_rules import check_emitters, describe, kinds_match, with_role
 from .ops import OPS, SLOT_KINDS
 from .weight_budget import check_weight_budget
 
-REQUEST_SLOTS = {"text"}  # the program inputs a SpeakRequest fills (see CompiledProgram.wire)
+REQUEST_SLOTS = {"text": "text", "audio": "audio"}  # the program inputs a SpeakRequest fills, and their kinds (see CompiledProgram.wire)
 
 
 def check_program(card: CardSpec, program: ProgramSpec) -> dict[str, Any]:
@@ -156,7 +156,7 @@ def _check_loop_node(node: NodeSpec, program: ProgramSpec, card: CardSpec, used:
 
 def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -> None:
     """Every input slot holds the kind of value its reader takes (the graph is otherwise valid here)."""
-    kinds = {slot: "text" for slot in program.inputs}
+    kinds = {slot: REQUEST_SLOTS.get(slot, "text") for slot in program.inputs}
     for node in topological_order(program):
         if node.op is not None:
             reads, makes, who = OPS[node.op].reads, OPS[node.op].makes, f"op {node.op!r}"

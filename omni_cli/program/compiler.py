@@ -99,9 +99,13 @@ class CompiledProgram:
         """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request.
         roles: the components the ops hand to feeds, when the engine's placement gives other views of them."""
         voice = self.resolve_voice(request.voice)
+        if request.audio is not None and "audio" not in self.program.inputs:  # never heard and silently dropped
+            how = "can, with program chat" if "listen" in self.card.capabilities else "cannot listen"
+            raise SpecError([SpecIssue("<request>", None, "audio", f"program {self.program.program!r} does not "
+                                       f"listen (card {self.card.model!r} {how})")])
         ctx = RequestContext(request_id, request, self.card, roles or self.roles,
                              request.mode or self.card.defaults.mode, voice, emit)
-        slots: dict[str, Any] = {"text": request.text}  # keep REQUEST_SLOTS in step
+        slots: dict[str, Any] = {"text": request.text, "audio": request.audio}  # keep REQUEST_SLOTS in step
         states: list[tuple[Loop, LoopState]] = []
         self._check_speed(request)
         loop_request = LoopRequest(request_id, request.seed, voice, request.speed or 1.0)

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..backends.base import ARItem
 from ..loops import ARChannel, AudioPiece, Channel, CodesFeed, TalkerFeed, ThinkerFeed
+from ..loops.listen_feed import ListenFeed
 from ..spec import CardSpec, SpeakRequest, SpecError, SpecIssue, clean_text
 from ..spec.stream import AudioChunk, StreamEvent, TextPiece
 
@@ -57,6 +58,8 @@ SLOT_KINDS = {
     "phoneme_feed": "the input of a sentence_frames loop",
     "frame_stream": "the latent frames a sentence_frames loop publishes",
     "frame_feed": "the input of a frame_decode loop",
+    "audio": "the request's audio (an AudioSource, or none)",
+    "audio_rows": "the blocks an audio_encode loop publishes, encoded as the thinker's input rows",
 }
 
 
@@ -85,6 +88,23 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
                                    f"card {ctx.card.model!r} takes no instructions (its thinker has no system prompt)")])
     end = prompt.forced_end_id if prompt.forced_end_id is not None else min(thinker.eos_token_ids)
     return ThinkerFeed(prompt, end, ctx.request.max_tokens)
+
+
+@_op("tokenize_turn", reads=("text", "audio_rows@audio_encoder"), makes="ar_feed@thinker", handoff=True)
+def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFeed:
+    """A chat turn: the text and the heard audio (its encoded blocks, as they come) → the thinker's prompt."""
+    text, heard = inputs
+    has_audio = ctx.request.audio is not None
+    if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
+        if has_audio:
+            raise SpecError([SpecIssue("<request>", None, "mode", "echo speaks the text: heard audio needs chat mode")])
+        return tokenize(ctx, [text], mode)
+    if text.strip() or not has_audio:  # a spoken question may come without text; a turn with neither is empty
+        text = clean_text(text, ctx.card.limits.max_text_chars)
+    encoder = ctx.roles["audio_encoder"]
+    prompt = ctx.roles["thinker"].listen_prompt(text.strip(), has_audio)
+    return ListenFeed(prompt, heard if has_audio else None, mode, encoder.tokens_for(encoder.max_samples),
+                      ctx.request.max_tokens)
 
 
 @_op("emit_text", reads=("ar_stream@thinker",), makes=None)

@@ -101,7 +101,7 @@ def sample_meta(program: CompiledProgram, request: SpeakRequest, prompt_index: i
     voice = request.voice if request.voice is not None else card.defaults.voice
     if voice is None and program.voices():
         voice = program.voices()[0]
-    fields = {k: v for k, v in asdict(request).items() if k not in ("replay", "request_id")}
+    fields = {k: v for k, v in asdict(request).items() if k not in ("replay", "request_id", "audio")}
     fields.update(mode=request.mode or card.defaults.mode, voice=voice,
                   handoff=request.handoff)  # None: each hand-off as the program says
     loops: dict[str, Any] = {}

@@ -35,6 +35,7 @@ class ServeOptions:
     concurrency: int = 8  # requests in the engine at once, interleaved and batched
     max_queue: int = 64  # accepted requests waiting for a slot; one more is a 429
     max_body_bytes: int = 64 << 10  # JSON bodies: the longest input a card takes is a few KiB of UTF-8
+    max_chat_body_bytes: int = 32 << 20  # chat bodies may carry a spoken question as base64 audio
     max_header_bytes: int = 16 << 10  # all request headers together
     header_timeout_s: float = 10.0  # from a connection's first byte (or its last response) to its whole header block
     body_timeout_s: float = 30.0  # from the headers to the body's last byte
@@ -93,10 +94,10 @@ class ServeContext:
 CLOSE = {"Connection": "close"}  # a body refused half-read: the rest is not read, so the connection ends
 
 
-async def read_body(request: Request, options: ServeOptions) -> bytes:
+async def read_body(request: Request, options: ServeOptions, cap: int | None = None) -> bytes:
     """The body, refused with 413 as soon as it passes the cap (declared or streamed), and with 408 when it has
     not all arrived within `body_timeout_s` (a client that sends half a body and waits holds nothing for long)."""
-    cap = options.max_body_bytes
+    cap = cap or options.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
         raise ApiError(413, f"the request body is {declared} bytes, over the server's limit of {cap}",
@@ -144,7 +145,8 @@ async def speech_route(ctx: ServeContext, request: Request):
 
 
 async def chat_route(ctx: ServeContext, request: Request):
-    body = decode_body(chat.chat_body, ctx.info, await read_body(request, ctx.options))
+    raw = await read_body(request, ctx.options, ctx.options.max_chat_body_bytes)
+    body = decode_body(chat.chat_body, ctx.info, raw)
     ticket = ctx.worker.submit(body.request, "chat")
     return EngineResponse(ctx.worker, ticket, chat.produce(ctx, body, ticket))
 

@@ -1,5 +1,8 @@
 """POST /v1/chat/completions with modalities ["text", "audio"]: the thinker answers, the talker speaks it.
 
+The last user message may carry one `input_audio` part (base64 `wav` or `mp3`): a server whose program
+listens (`omni serve --program chat`) hears it through the card's audio encoder before it answers.
+
 OpenAI's audio-output shape: `message.audio` holds the base64 audio and its transcript (the
 thinker's reply); with `stream: true`, `delta.audio.transcript` pieces and `delta.audio.data`
 chunks (pcm16) go out as they are made, interleaved as the engine makes them.
@@ -34,7 +37,11 @@ class ChatBody:
     include_usage: bool
 
 
-def _message_text(message: Any, i: int) -> tuple[str, str]:
+AUDIO_INPUT_FORMATS = ("wav", "mp3")
+
+
+def _message_text(message: Any, i: int) -> tuple[str, str, list[tuple[bytes, str, str]]]:
+    """(role, text, audio parts as (bytes, format, param))."""
     where = f"messages[{i}]."
     if not isinstance(message, dict):
         raise bad_request(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
@@ -44,14 +51,48 @@ def _message_text(message: Any, i: int) -> tuple[str, str]:
         raise bad_request(f"unknown role {role!r} in messages[{i}] (known: {', '.join(ROLES)})", where + "role")
     content = get(message, "content", (str, list), "", where=where)
     if isinstance(content, str):
-        return role, content
-    texts = []
+        return role, content, []
+    texts, audio = [], []
     for j, part in enumerate(content):
+        if isinstance(part, dict) and part.get("type") == "input_audio":
+            audio.append(_input_audio(part, f"{where}content[{j}]"))
+            continue
         if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-            raise bad_request(f"messages[{i}].content[{j}]: only text parts are supported by this server",
+            raise bad_request(f"messages[{i}].content[{j}]: only text and input_audio parts are supported by this server",
                               f"{where}content[{j}]", "unsupported_content")
         texts.append(part["text"])
-    return role, "".join(texts)
+    return role, "".join(texts), audio
+
+
+def _input_audio(part: dict[str, Any], where: str) -> tuple[bytes, str, str]:
+    check_fields(part, {"type", "input_audio"}, where + ".")
+    inner = get(part, "input_audio", dict, where=where + ".", required=True)
+    check_fields(inner, {"data", "format"}, where + ".input_audio.")
+    fmt = get(inner, "format", str, where=where + ".input_audio.", required=True)
+    if fmt not in AUDIO_INPUT_FORMATS:
+        raise bad_request(f"{where}.input_audio.format {fmt!r}: known formats are {', '.join(AUDIO_INPUT_FORMATS)}",
+                          where + ".input_audio.format", "unsupported_value")
+    data = get(inner, "data", str, where=where + ".input_audio.", required=True)
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        raise bad_request(f"{where}.input_audio.data is not base64", where + ".input_audio.data") from None
+    return raw, fmt, where + ".input_audio.data"
+
+
+def _heard(parts: list[tuple[bytes, str, str]]):
+    """The last user message's audio as an AudioSource, or None; one part at most."""
+    from ..audio.heard import AudioInputError, read_wav_bytes
+
+    if not parts:
+        return None
+    if len(parts) > 1:
+        raise bad_request("one input_audio part per request (the question's audio)", parts[1][2], "unsupported_value")
+    raw, fmt, param = parts[0]
+    try:
+        return read_wav_bytes(raw, f"the {fmt} audio")
+    except AudioInputError as exc:
+        raise bad_request(str(exc), param) from None
 
 
 def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
@@ -62,7 +103,7 @@ def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
     check_model(info, model)
     messages = get(body, "messages", list, required=True)
     texts = [_message_text(m, i) for i, m in enumerate(messages)]
-    user = [text for role, text in texts if role == "user"]
+    user = [(text, audio) for role, text, audio in texts if role == "user"]
     if not user:
         raise bad_request("'messages' has no user message to answer", "messages", "missing_required_parameter")
     modalities = get_list(body, "modalities", str, ["text"])
@@ -87,10 +128,11 @@ def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
     check_fields(options, {"include_usage"}, "stream_options.")
     include_usage = get(options, "include_usage", bool, False, where="stream_options.")
     tokens = get(body, "max_completion_tokens", int)
+    text, heard = user[-1][0], _heard(user[-1][1])
     common = check_common(info, {**body, "max_tokens": tokens if tokens is not None else body.get("max_tokens")},
-                          user[-1])
-    # the request carries one text: the answer is to the last user message (earlier turns are not seen)
-    request = SpeakRequest(user[-1], mode="chat", voice=voice, **common)
+                          text if heard is None or text.strip() else "(heard)")  # a spoken question needs no text
+    # the request carries one turn: the answer is to the last user message (earlier turns are not seen)
+    request = SpeakRequest(text, mode="chat", voice=voice, audio=heard, **common)
     return ChatBody(request, model, fmt, stream, include_usage)
 
 

@@ -101,7 +101,7 @@ class EngineWorker:
                            type="server_error", code="engine_unhealthy")
         loop = asyncio.get_running_loop()
         rid = f"{prefix}-{next(self._ids)}"
-        request = replace(request, request_id=rid)  # every other field as the body gave it (speed included)
+        request = replace(request, request_id=rid)  # every other field as the body gave it (speed and heard audio included)
         rate = sample_rate or self.engine.sample_rate
         resampler = ChunkResampler(self.engine.sample_rate, rate) if rate != self.engine.sample_rate else None
         ticket = Ticket(rid, request, loop, loop.create_future(), asyncio.Queue(), rate, resampler)

@@ -19,7 +19,7 @@ MAX_TOKENS_LIMIT = 65536  # no card may ask an AR loop for more steps than this
 @dataclass
 class ComponentSpec:
     backend: Literal["numpy", "hf", "piper"]
-    role: Literal["thinker", "talker", "vocoder", "phonemizer", "acoustic"]
+    role: Literal["thinker", "talker", "vocoder", "phonemizer", "acoustic", "audio_encoder"]
     params: dict[str, Any] = field(default_factory=dict)  # checked against the backend's schema
 
 
@@ -238,9 +238,13 @@ def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
         if name not in used and named is not None and name not in named and not unresolved:
             issues.add(src.line(f"components.{name}"), f"components.{name}", "no loop drives this component")
     roles = sorted(c.role for c in card.components.values())
-    if "text_to_speech" in card.capabilities and roles != ["talker", "thinker", "vocoder"] \
+    listens = roles.count("audio_encoder")  # an input tower beside the cascade, for the chat program
+    if "text_to_speech" in card.capabilities and [r for r in roles if r != "audio_encoder"] != ["talker", "thinker", "vocoder"] \
             and not issues.was_dropped("components"):
         issues.add(src.line("components"), "components", "text_to_speech needs one thinker, one talker and one vocoder")
+    if ("listen" in card.capabilities) != (listens == 1) and not issues.was_dropped("components"):
+        issues.add(src.line("capabilities"), "capabilities", "listen goes with exactly one audio_encoder component"
+                   if listens <= 1 else "a card has at most one audio_encoder")
 
 
 def _check_names_and_voices(card: CardSpec, src: Located, issues: IssueList) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import SpecError, SpecIssue
 
@@ -23,6 +23,7 @@ class SpeakRequest:
     replay: Mapping[str, Sequence[int]] | None = None  # rollout re-scoring: each AR loop's tokens, teacher-forced
     speed: float | None = None  # sentence voices: 2.0 speaks twice as fast (VITS length scale 1/2); None: 1.0
     instructions: str | None = None  # how to speak, for a thinker that takes them (Qwen: joins its system prompt)
+    audio: Any = None  # heard speech (an audio.AudioSource, possibly still arriving), for a program that listens
 
     def __post_init__(self) -> None:
         """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""

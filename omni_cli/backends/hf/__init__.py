@@ -91,4 +91,13 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
     thinker = HFThinker(loaded, role_params("thinker"), names["thinker"], threads("thinker"))
     talker = HFTalker(loaded, role_params("talker"), config, names["talker"], threads("talker"))
     vocoder = HFVocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"), on_load)
-    return {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}
+    built = {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}
+    if "audio_encoder" in names:  # a card that listens: the thinker's audio tower, on the checkpoint's features
+        from .listener import HFAudioEncoder, ListenerUnavailable
+
+        try:
+            encoder = HFAudioEncoder(loaded, config.model_path, names["audio_encoder"], threads("audio_encoder"))
+        except ListenerUnavailable as exc:
+            raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None
+        built[encoder.name] = encoder
+    return built

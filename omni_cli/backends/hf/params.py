@@ -89,7 +89,12 @@ class VocoderParams(ComponentParams):
         return out
 
 
-PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams}
+@dataclass
+class AudioEncoderParams(ComponentParams):
+    """The thinker's audio tower; its feature extractor comes from the checkpoint's preprocessor_config.json."""
+
+
+PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams, "audio_encoder": AudioEncoderParams}
 
 
 @dataclass(frozen=True)

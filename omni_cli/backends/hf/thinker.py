@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ThinkerPrompt
+from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ListenPrompt, ThinkerPrompt
 from omni_cli.backends.hf.ar import (
     ARCache,
     RaggedBatch,
@@ -65,6 +65,12 @@ class HFThinker:
     def decode_text(self, token_ids: list[int]) -> str:
         return self.prompts.decode(token_ids)
 
+    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
+        return self.prompts.listen(text, has_audio)
+
+    def join_rows(self, parts: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat(parts, dim=0)
+
     @torch.no_grad()
     @with_threads
     def embed_tokens(self, token_ids: list[int]) -> torch.Tensor:
@@ -119,6 +125,8 @@ class HFThinker:
     @torch.no_grad()
     def _step(self, inp: ARStepInput, is_prefill: bool) -> ARStepOutput:
         cache: ARCache = inp.cache
+        if is_prefill and (inp.prefill is not None or cache.num_positions):  # a prefill in parts (heard audio)
+            return self._prefill_part(inp)
         if is_prefill != (cache.num_positions == 0):
             raise ValueError("a thinker prefill must be the first step of its cache, and only the first")
         ids = torch.tensor([list(inp.token_ids)], dtype=torch.long, device=self.device)
@@ -144,3 +152,24 @@ class HFThinker:
             hidden=out.hidden_states[-1][0],  # last layer after the final norm, one row per position
             embeds=out.hidden_states[0][0],  # input embeddings, one row per position
         )
+
+    @torch.no_grad()
+    def _prefill_part(self, inp: ARStepInput) -> ARStepOutput:
+        """One part of a turn that heard audio: text ids, or an audio block's rows at its <|AUDIO|> positions,
+        appended to the cache. Audio alone keeps TMRoPE's three rows equal to the text positions (get_rope_index
+        gives audio positions in order, delta 0), so every part continues where the last one stopped."""
+        cache: ARCache = inp.cache
+        if cache.rope_delta:
+            raise ValueError("a prefill in parts continues a prompt of text and audio only")
+        n, start = len(inp.token_ids), cache.num_positions
+        if inp.prefill is None:
+            embeds = self.module.get_input_embeddings()(torch.tensor([list(inp.token_ids)], device=self.device))
+        else:
+            embeds = inp.prefill.to(self.device, self.dtype)[None]
+        positions = torch.arange(start, start + n, device=self.device).view(1, 1, -1).expand(4, 1, -1)
+        out = self.module(inputs_embeds=embeds, position_ids=positions, cache=cache.kv, use_cache=True,
+                          output_hidden_states=True, return_dict=True)
+        cache.num_positions += n
+        # generate hands the talker zeros at audio positions in place of their input rows
+        handed = out.hidden_states[0][0] if inp.prefill is None else torch.zeros_like(out.hidden_states[0][0])
+        return ARStepOutput(logits=last_logits(out.logits), hidden=out.hidden_states[-1][0], embeds=handed)

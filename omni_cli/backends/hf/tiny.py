@@ -63,6 +63,13 @@ def save_tokenizer(directory: Path, vocab_size: int, words: dict[str, int] | Non
     fast.save_pretrained(directory)
 
 
+def save_feature_extractor(directory: Path, num_mel_bins: int) -> None:
+    """Whisper's log-mel settings at the audio tower's mel bins (preprocessor_config.json), as a checkpoint ships."""
+    from transformers import WhisperFeatureExtractor
+
+    WhisperFeatureExtractor(feature_size=num_mel_bins, sampling_rate=16000).save_pretrained(directory)
+
+
 def _first_new_at(tokens: list[int], index: int, avoid: set[int]) -> int:
     """A token of `tokens` at or after `index` that does not occur before it (nor in `avoid`)."""
     for i in range(index, len(tokens)):
@@ -112,6 +119,7 @@ def _build(directory: Path) -> Path:
     }
     directory.mkdir(parents=True, exist_ok=True)
     save_tokenizer(directory, config.thinker_config.text_config.vocab_size)
+    save_feature_extractor(directory, config.thinker_config.audio_config.num_mel_bins)
     torch.save(spk, directory / "spk_dict.pt")
     model.save_pretrained(directory)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from omni_cli.backends.base import ThinkerPrompt
+from omni_cli.backends.base import ListenPrompt, ThinkerPrompt
+
+AUDIO_TOKENS = ("<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>")  # Qwen2.5-Omni's processor: bos, N x AUDIO, eos
 
 CHAT = "chat"
 ECHO = "echo"
@@ -37,6 +39,20 @@ class PromptBuilder:
             return ThinkerPrompt(prefill_ids=self._chat_ids(self.echo_instruction + text, system), forced_ids=forced)
         raise ValueError(f"unknown prompt mode {mode!r} (chat | echo)")
 
+    def listen(self, text: str, has_audio: bool) -> ListenPrompt:
+        """A chat turn whose user message holds the heard audio first, then `text` (the processor's order for an
+        audio part before a text part): the ids either side of the audio's <|AUDIO|> positions."""
+        if not has_audio:
+            return ListenPrompt(self._chat_ids(text), [], -1)
+        ids = [self.special_id(t) for t in AUDIO_TOKENS]
+        missing = [t for t, i in zip(AUDIO_TOKENS, ids, strict=True) if i is None]
+        if missing:
+            raise ValueError(f"the checkpoint's tokenizer has no {', '.join(missing)}: it cannot take audio")
+        marker = "<|AUDIO|>"
+        before, after = self._chat_text(f"<|audio_bos|>{marker}<|audio_eos|>{text}").split(marker)
+        return ListenPrompt(self._plain_ids(before, allow_special=True), self._plain_ids(after, allow_special=True),
+                            ids[1])
+
     def decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
 
@@ -45,13 +61,15 @@ class PromptBuilder:
         unk = getattr(self.tokenizer, "unk_token_id", None)
         return None if token_id is None or token_id == unk else int(token_id)
 
-    def _chat_ids(self, user_text: str, system: str) -> list[int]:
-        prompt = (
-            f"<|im_start|>system\n{system}<|im_end|>\n"
+    def _chat_ids(self, user_text: str, system: str | None = None) -> list[int]:
+        return self._plain_ids(self._chat_text(user_text, system), allow_special=True)
+
+    def _chat_text(self, user_text: str, system: str | None = None) -> str:
+        return (
+            f"<|im_start|>system\n{system or self.system_prompt}<|im_end|>\n"
             f"<|im_start|>user\n{user_text}<|im_end|>\n"
             "<|im_start|>assistant\n"
         )
-        return self._plain_ids(prompt, allow_special=True)
 
     def _plain_ids(self, text: str, allow_special: bool = False) -> list[int]:
         # the whole prompt is tokenized at once, as the processor does; a forced reply keeps typed

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...spec.card import CardSpec
+from .listener import NumpyAudioEncoder
 from .params import PARAMS, TalkerParams, ThinkerParams, VocoderParams
 from .talker import NumpyTalker
 from .thinker import NumpyThinker
@@ -26,4 +27,8 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any = None, on_load:
     talker = NumpyTalker(talker_name, talker_params, card.seed, thinker, card.voices)
     vocoder = NumpyVocoder(vocoder_name, vocoder_params, card.seed, talker_params.codebook_size, card.sample_rate,
                            card.voices)
-    return {thinker_name: thinker, talker_name: talker, vocoder_name: vocoder}
+    built = {thinker_name: thinker, talker_name: talker, vocoder_name: vocoder}
+    if "audio_encoder" in by_role:  # a card that listens
+        name = by_role["audio_encoder"]
+        built[name] = NumpyAudioEncoder(name, params[name], card.seed, thinker_params.d_model)
+    return built

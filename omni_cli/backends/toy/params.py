@@ -51,7 +51,25 @@ class VocoderParams(ParamsSchema):
     num_harmonics: int = bounded(8, min=1, max=64)
 
 
-PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams}
+@dataclass
+class AudioEncoderParams(ParamsSchema):
+    sample_rate: int = bounded(16000, min=4000, max=48000, doc="the rate the encoder hears (input is resampled to it)")
+    frame_samples: int = bounded(160, min=16, max=4800, doc="samples per feature frame")
+    num_bands: int = bounded(16, min=2, max=128, doc="filterbank bands per frame")
+    block_frames: int = bounded(100, min=4, max=4000, doc="frames per encoder block (attention stays inside one)")
+    d_model: int = bounded(32, min=8, max=1024)
+    num_layers: int = bounded(2, min=1, max=16)
+    num_heads: int = bounded(2, min=1, max=32)
+    max_seconds: float = bounded(60.0, min=1.0, max=3600.0, doc="the longest audio one request may carry")
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = _head_problems(self.d_model, self.num_heads)
+        if self.block_frames % 4:
+            out.append(("block_frames", "must be a multiple of 4 (two halvings: a frame pair, then a pooled pair)"))
+        return out
+
+
+PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams, "audio_encoder": AudioEncoderParams}
 
 
 @dataclass(frozen=True)
@@ -72,10 +90,19 @@ def weight_bytes(card: Any, params: dict[str, Any]) -> int:
     by_role = {spec.role: params[name] for name, spec in card.components.items()}
     th, tk, vc = by_role["thinker"], by_role["talker"], by_role["vocoder"]
     vocab, codes = 261, tk.codebook_size + 3  # the thinker's byte vocabulary; the talker's codes and specials
-    floats = _decoder_floats(th.d_model, th.num_layers, th.num_heads, th.max_positions) + 2 * vocab * th.d_model
+    floats = _decoder_floats(th.d_model, th.num_layers, th.num_heads, th.max_positions) + (2 * vocab + 3) * th.d_model
     floats += _decoder_floats(tk.d_model, tk.num_layers, tk.num_heads, tk.max_positions) + 2 * codes * tk.d_model
     floats += 2 * th.d_model * tk.d_model + max(1, len(card.voices)) * tk.d_model
     h, k = vc.hidden, vc.kernel_codes
     floats += tk.codebook_size * h + (k + vc.lookahead_codes) * h * h + (vc.num_layers - 1) * k * h * h
     floats += h * (3 + vc.num_harmonics) + 64 * 480 + vc.num_harmonics
+    if "audio_encoder" in by_role:
+        floats += audio_encoder_floats(by_role["audio_encoder"], th.d_model)
     return 4 * floats
+
+
+def audio_encoder_floats(p: AudioEncoderParams, thinker_width: int) -> int:
+    """The encoder's filterbank, frame-pair input, block positions, layers, and its projection."""
+    d = p.d_model
+    floats = p.frame_samples * 2 * p.num_bands + 2 * p.num_bands * d + (p.block_frames // 2) * d
+    return floats + p.num_layers * (2 * d + 8 * d * d) + d + d * thinker_width

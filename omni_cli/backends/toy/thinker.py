@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ThinkerModel, ThinkerPrompt
+from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ListenPrompt, ThinkerModel, ThinkerPrompt
 from .decoder import Decoder
 from .nn import WeightSource, linear
 from .params import ThinkerParams
@@ -12,6 +12,8 @@ from .params import ThinkerParams
 # Byte-level vocabulary: 0..255 are UTF-8 bytes, then the special tokens.
 BOS, EOS, PAD, SPEAK, CHAT = 256, 257, 258, 259, 260
 VOCAB_SIZE = 261
+# heard audio: a position per encoded row, between two markers; never sampled (the head stops at VOCAB_SIZE)
+AUDIO, AUDIO_BOS, AUDIO_EOS = 261, 262, 263
 
 
 class NumpyThinker(ThinkerModel):
@@ -23,6 +25,8 @@ class NumpyThinker(ThinkerModel):
         self.decoder = Decoder(ws, params.d_model, params.num_layers, params.num_heads, params.max_positions)
         self.embedding = ws.table(VOCAB_SIZE, params.d_model, scale=0.5)
         self.head = ws.matrix(params.d_model, VOCAB_SIZE, scale=2.0)
+        # drawn apart from the rest, so a card without an audio encoder keeps every weight it had
+        self.markers = WeightSource(seed, 6).table(3, params.d_model, scale=0.5)
         self.d_model = params.d_model
         self.max_positions = params.max_positions
         self.eos_token_ids = frozenset({EOS})
@@ -35,11 +39,22 @@ class NumpyThinker(ThinkerModel):
             return ThinkerPrompt([BOS, SPEAK], data, EOS)
         return ThinkerPrompt([BOS, CHAT, *data, SPEAK], None)
 
+    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
+        data = list(text.encode("utf-8"))
+        if not has_audio:
+            return ListenPrompt([BOS, CHAT, *data, SPEAK], [], AUDIO)
+        return ListenPrompt([BOS, CHAT, AUDIO_BOS], [AUDIO_EOS, *data, SPEAK], AUDIO)
+
     def decode_text(self, token_ids: list[int]) -> str:
         return bytes([t for t in token_ids if t < 256]).decode("utf-8", errors="replace")  # a list: faster than a generator
 
     def embed_tokens(self, token_ids: list[int]) -> np.ndarray:
-        return self.embedding[np.asarray(token_ids, dtype=np.int64)]
+        ids = np.asarray(token_ids, dtype=np.int64)
+        if not len(ids) or ids.max() < VOCAB_SIZE:
+            return self.embedding[ids]
+        rows = self.embedding[np.minimum(ids, VOCAB_SIZE - 1)]
+        rows[ids >= VOCAB_SIZE] = self.markers[ids[ids >= VOCAB_SIZE] - VOCAB_SIZE]
+        return rows
 
     # resources
     def new_cache(self):
@@ -52,13 +67,14 @@ class NumpyThinker(ThinkerModel):
         return self.decoder.step_bytes(num_new, num_positions)
 
     def weight_bytes(self) -> int:
-        return self.decoder.weight_bytes() + self.embedding.nbytes + self.head.nbytes
+        return self.decoder.weight_bytes() + self.embedding.nbytes + self.markers.nbytes + self.head.nbytes
 
     # work
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:
         if kind not in (AR_PREFILL, AR_TOKEN):
             raise ValueError(f"thinker cannot run {kind!r}")
-        embeds = [self.embed_tokens(i.token_ids) for i in inputs]
+        # a prefill part of heard audio brings its rows; every other input is embedded from its tokens
+        embeds = [self.embed_tokens(i.token_ids) if i.prefill is None else i.prefill for i in inputs]
         hidden = self.decoder.forward(embeds, [i.cache for i in inputs])
         last = np.stack([h[-1] for h in hidden])
         logits = linear(last, self.head)

@@ -1,0 +1,99 @@
+"""`omni chat`: one user turn, heard (--audio) and/or written, answered in text on stdout and in speech."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+
+from ..defaults import DEFAULT_CARD
+from . import options as o
+from .errors import CliError
+from .report import exit_with
+
+HELP = """Answer one turn, spoken (--audio) and/or written (TEXT), in text and speech.
+
+\b
+--audio FILE: WAV, FLAC or OGG at any rate and channel count (mixed to mono,
+resampled to the encoder's rate as it arrives). `--audio -` reads a WAV
+stream from stdin while it is being written: the card's audio encoder runs
+one block as soon as that block's audio is in, and the thinker prefills it,
+so the answer starts soon after the speaker stops.
+The card must listen (`omni cards show NAME`: capability listen); the
+default voice (piper_joe) does not. Output, --json, --trace and the exit
+status are as for `omni speak`; Ctrl-C stops waiting for more audio.
+
+\b
+  omni chat --card qwen2_5_omni_toy --audio question.wav -o answer.wav
+  arecord -f S16_LE -r 16000 | omni chat -c qwen2_5_omni_toy --audio - -o - | aplay
+  omni chat -c qwen2_5_omni --model-path DIR --audio q.flac "Answer briefly." --json
+"""
+
+
+def chat(
+    text: Annotated[str | None, typer.Argument(help="The turn's text (with --audio: said after the audio).")] = None,
+    audio: Annotated[str | None, typer.Option("--audio", "-a", metavar="FILE|-", rich_help_panel=o.REQUEST,
+                                                 help="The spoken question: an audio file, or - for a WAV stream on stdin.")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE|-", rich_help_panel=o.OUTPUT,
+                                                  help="The answer's audio file, or - for stdout.")] = None,
+    fmt: Annotated[o.Format | None, typer.Option("--format", rich_help_panel=o.OUTPUT,
+                                                    help="Audio format; default: from the suffix, wav for -.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", rich_help_panel=o.OUTPUT, help="One JSON object on stdout.")] = False,
+    trace: o.Trace = None, force: o.Force = False,
+    card: o.Card = DEFAULT_CARD, program: o.Program = None, policy: o.Policy_ = o.Policy.latency_first,
+    model_path: o.ModelPath = None, dtype: o.Dtype = None, device: o.Device = None,
+    placement: o.Placement = None, set_: o.Set = None,
+    seed: o.Seed = 0, max_tokens: o.MaxTokens = None, voice: o.Voice = None, handoff: o.Handoff_ = None,
+    allow_truncation: Annotated[bool, typer.Option(
+        "--allow-truncation", rich_help_panel=o.REQUEST,
+        help="Exit 0 even when a loop stopped at a cap (max_tokens, max_positions) and cut the answer short.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
+                                        help="Nothing on stderr but errors.")] = False,
+) -> None:
+    from .job import SpeakJob, destination, request_template, run_job
+    from .outputs import plan_outputs
+    from .session import ModelOptions
+
+    if audio is None and (text is None or not text.strip()):
+        raise CliError("nothing to answer: pass --audio FILE (or - for stdin) and/or TEXT")
+    overrides = o.overrides(set_)
+    check_listens(card, overrides)
+    plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
+    model = ModelOptions(card, program or "chat", policy.value, {"model_path": model_path, "dtype": dtype,
+                                                                 "device": device}, placement, None, 1, overrides)
+    source = heard(audio)
+    request = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), audio=source)
+    job = SpeakJob(text or "", model, request, plan, 1, trace, quiet, False, allow_truncation=allow_truncation,
+                   on_stop=None if source is None else source.end)  # Ctrl-C: stop waiting for more audio
+    outcome, _, view = run_job(job)
+    if outcome.utterances or outcome.stopped:
+        view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)
+    exit_with(outcome)
+
+
+def check_listens(card: str, overrides: dict) -> None:
+    """A card that cannot listen is refused in one line, before anything loads."""
+    from ..program.catalog import load_card_file
+
+    spec = load_card_file(card, overrides)
+    if "listen" not in spec.capabilities:
+        raise CliError(f"card {spec.model!r} cannot listen (it has no audio encoder); pass a card that can, "
+                       "e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
+
+
+def heard(audio: str | None):
+    """The --audio value as an AudioSource: a file read whole, or `-`: a WAV stream read from stdin as it comes."""
+    from ..audio.heard import AudioInputError, read_file, stream_wav
+
+    if audio is None:
+        return None
+    try:
+        if audio == "-":
+            if sys.stdin is None:
+                raise CliError("--audio -: stdin is closed")
+            return stream_wav(getattr(sys.stdin, "buffer", sys.stdin), "--audio - (stdin)")
+        return read_file(audio)
+    except AudioInputError as exc:
+        raise CliError(f"--audio: {exc}") from None

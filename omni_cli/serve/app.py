@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.applications import Starlette
@@ -18,7 +18,7 @@ from starlette.routing import Route
 from ..engine import Engine
 from ..spec.stream import RequestDone
 from . import chat, speech
-from .bodies import ModelInfo, speech_body
+from .bodies import STREAMABLE, ModelInfo, speech_body
 from .errors import ApiError, server_error
 from .metrics import Metrics
 from .responses import EngineResponse
@@ -56,6 +56,9 @@ class ServeContext:
         self.worker = EngineWorker(engine, concurrency=options.concurrency, max_queue=options.max_queue,
                                    on_event=self._on_event, on_trace=self.metrics.on_trace)
         self.started = time.time()
+        # OpenAI's default response_format is mp3: ours too wherever this libsndfile writes MP3
+        self.default_format_reason = speech.can_write(self, "mp3")
+        self.default_format = "mp3" if self.default_format_reason is None else "wav"
 
     def units_by_role(self, units: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -113,6 +116,8 @@ def endpoint(ctx: ServeContext, name: str, fn):
 
 async def speech_route(ctx: ServeContext, request: Request):
     body = speech_body(ctx.info, await read_body(request, ctx.options.max_body_bytes))
+    if body.response_format is None:
+        body = replace(body, response_format=ctx.default_format)
     reason = speech.can_write(ctx, body.response_format)
     if reason is not None:
         raise ApiError(400, f"response_format {body.response_format!r}: {reason}", param="response_format",
@@ -140,7 +145,11 @@ async def models_route(ctx: ServeContext, request: Request):
                              "voices": list(ctx.info.voices), "sample_rate": card.sample_rate,
                              "max_input_chars": card.limits.max_text_chars,
                              "response_formats": [f for f in ("wav", "pcm", "flac", "mp3", "opus")
-                                                  if speech.can_write(ctx, f) is None]}
+                                                  if speech.can_write(ctx, f) is None],
+                             "stream_formats": [f for f in STREAMABLE if speech.can_write(ctx, f) is None],
+                             "default_response_format": ctx.default_format}
+    if ctx.default_format_reason is not None:
+        entry["default_response_format_reason"] = f"not mp3 (OpenAI's default): {ctx.default_format_reason}"
     return JSONResponse({"object": "list", "data": [{"id": name, **entry} for name in ctx.info.names]})
 
 

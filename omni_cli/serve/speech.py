@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from ..audio.encode import can_encode, encode, pcm16_bytes
-from ..audio.pcm import UNKNOWN_SIZE, wav_header
+from ..audio.encode import can_encode, encode
+from ..audio.stream_encoder import StreamEncoder
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus
 from .bodies import SpeechBody
 from .errors import ApiError, from_engine, server_error
@@ -88,18 +88,24 @@ async def _raw(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
     refusal = await accepted(ticket)
     if refusal is not None:
         return await send_error(send, refusal, _headers(ticket))
-    await send_start(send, 200, CONTENT_TYPES[body.response_format], _headers(ticket))
-    if body.response_format == "wav":  # a stream's header: sizes unknown, the data runs to the end
-        await send_body(send, wav_header(ctx.sample_rate, 1, UNKNOWN_SIZE))
-    while True:
-        event = await ticket.events.get()
-        if isinstance(event, AudioChunk):
-            await send_body(send, pcm16_bytes(event.samples))
-        elif isinstance(event, RequestDone):
-            break
-    if event.status is RequestStatus.FINISHED:
-        await send_body(send, b"", more=False)
-    # else: the body is left unterminated, so the client sees a broken transfer, never a short file as whole
+    # each chunk is encoded as it arrives: WAV/PCM as is, FLAC/MP3/Ogg-Opus as the encoder emits frames/pages
+    encoder = StreamEncoder(body.response_format, ctx.sample_rate)
+    try:
+        await send_start(send, 200, CONTENT_TYPES[body.response_format], _headers(ticket))
+        await send_body(send, encoder.start())  # a wav's stream header: sizes unknown, the data runs to the end
+        while True:
+            event = await ticket.events.get()
+            if isinstance(event, AudioChunk):
+                data = encoder.encode(event.samples)
+                if data:
+                    await send_body(send, data)
+            elif isinstance(event, RequestDone):
+                break
+        if event.status is RequestStatus.FINISHED:
+            await send_body(send, encoder.finish(), more=False)
+        # else: the body is left unterminated, so the client sees a broken transfer, never a short file as whole
+    finally:
+        encoder.close()
 
 
 async def _sse(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
@@ -108,18 +114,26 @@ async def _sse(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
         return await send_error(send, refusal, _headers(ticket))
     await send_start(send, 200, "text/event-stream", _headers(ticket))
     # the deltas joined are the file in response_format: a wav's stream header travels in the first one
-    prefix = wav_header(ctx.sample_rate, 1, UNKNOWN_SIZE) if body.response_format == "wav" else b""
-    while True:
-        event = await ticket.events.get()
-        if isinstance(event, AudioChunk):
-            audio = base64.b64encode(prefix + pcm16_bytes(event.samples)).decode()
-            prefix = b""
-            await send_body(send, sse({"type": "speech.audio.delta", "audio": audio}))
-        elif isinstance(event, RequestDone):
-            break
-    error = ended_badly(event)
-    if error is None:
-        await send_body(send, sse({"type": "speech.audio.done", "usage": usage(ctx, event)}))
-    else:
-        await send_body(send, sse({"type": "error", **error.body()}))
-    await send_body(send, b"", more=False)
+    encoder = StreamEncoder(body.response_format, ctx.sample_rate)
+    try:
+        prefix = encoder.start()
+        while True:
+            event = await ticket.events.get()
+            if isinstance(event, AudioChunk):
+                data = prefix + encoder.encode(event.samples)
+                if data:
+                    prefix = b""
+                    await send_body(send, sse({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}))
+            elif isinstance(event, RequestDone):
+                break
+        error = ended_badly(event)
+        if error is None:
+            tail = prefix + encoder.finish()
+            if tail:
+                await send_body(send, sse({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()}))
+            await send_body(send, sse({"type": "speech.audio.done", "usage": usage(ctx, event)}))
+        else:
+            await send_body(send, sse({"type": "error", **error.body()}))
+        await send_body(send, b"", more=False)
+    finally:
+        encoder.close()

@@ -11,7 +11,14 @@ SOUNDFILE_CODECS = {"flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III")
 OPUS_RATES = (8000, 12000, 16000, 24000, 48000)  # the only rates an Opus stream can carry
 _SFC_SET_OGG_PAGE_LATENCY_MS = 0x1302  # libsndfile >= 1.2: how much audio an Ogg page may hold before it is written
 _PAGE_LATENCY_MS = 50.0  # libsndfile's floor; its default (1 s) would hold the first second back
-_MP3_LEVEL = 0.6  # libsndfile's 0 (best) .. 1 (smallest): about 64 kbit/s for 22-24 kHz mono speech
+_OPTIONS = {
+    # MP3 at a constant bitrate: a decoder reading a stream without LAME's closing Info frame (patched in at
+    # the start, which a stream has already sent) reckons its length from its bytes. Level 0.6 of libsndfile's
+    # 0 (best) .. 1 (smallest) is about 64 kbit/s for 22-24 kHz mono speech
+    "mp3": {"bitrate_mode": "CONSTANT", "compression_level": 0.6},
+    # FLAC's presets 0-2 code blocks of 1152 samples, the others 4096: a frame leaves every 48 ms, not 170 ms
+    "flac": {"compression_level": 0.25},
+}
 
 
 def opus_rate(sample_rate: int) -> int:
@@ -101,9 +108,7 @@ class StreamEncoder:
 
             self._resampler = soxr.ResampleStream(sample_rate, rate, 1, dtype="float32")
         self._sink = _Sink()
-        # MP3 at a constant bitrate: a decoder reading a stream without LAME's closing Info frame (it is
-        # patched in at the start, which a stream has already sent) reckons its length from its bytes
-        options = {"bitrate_mode": "CONSTANT", "compression_level": _MP3_LEVEL} if fmt == "mp3" else {}
+        options = _OPTIONS.get(fmt, {})
         self._file = soundfile.SoundFile(self._sink, mode="w", samplerate=rate, channels=1, format=major,
                                          subtype=subtype, **options)
         if fmt == "opus":

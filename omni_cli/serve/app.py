@@ -13,11 +13,11 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from ..engine import Engine
 from ..spec.stream import RequestDone
-from . import chat, speech
+from . import chat, speech, speech_stream
 from .bodies import STREAMABLE, ModelInfo, speech_body
 from .errors import ApiError, server_error
 from .metrics import Metrics
@@ -183,9 +183,11 @@ class Gate:
                 error = ApiError(431, f"the request headers are {size} bytes, over the server's limit of "
                                       f"{self.max_header_bytes}", code="headers_too_large")
                 return await JSONResponse(error.body(), 431)(scope, receive, send)
-        if self.digest is not None and scope["type"] == "http" and scope["path"] != "/health":
+        if self.digest is not None and scope["type"] in ("http", "websocket") and scope["path"] != "/health":
             given = dict(scope.get("headers", [])).get(b"authorization", b"")
             if not hmac.compare_digest(hashlib.sha256(given).digest(), self.digest):
+                if scope["type"] == "websocket":  # refused before the handshake: the client sees HTTP 403
+                    return await send({"type": "websocket.close", "code": 1008})
                 error = ApiError(401, "missing or wrong API key: send the header 'Authorization: Bearer KEY'",
                                  code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"})
                 return await JSONResponse(error.body(), 401, headers=error.headers)(scope, receive, send)
@@ -204,6 +206,7 @@ def create_app(engine: Engine, card_name: str, options: ServeOptions | None = No
     ctx = ServeContext(engine, card_name, options or ServeOptions())
     routes = [
         Route("/v1/audio/speech", endpoint(ctx, "speech", speech_route), methods=["POST"]),
+        WebSocketRoute("/v1/audio/speech/stream", lambda ws: speech_stream.session(ctx, ws)),
         Route("/v1/chat/completions", endpoint(ctx, "chat", chat_route), methods=["POST"]),
         Route("/v1/audio/voices", endpoint(ctx, "voices", voices_route), methods=["GET"]),
         Route("/v1/models", endpoint(ctx, "models", models_route), methods=["GET"]),

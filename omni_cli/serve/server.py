@@ -19,8 +19,13 @@ SWITCH_INTERVAL_S = 0.0005
 
 
 def uvicorn_config(app, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
-    # h11: the pure-Python parser, the one whose header size we can cap
-    return uvicorn.Config(app, host=host, port=port, http="h11", ws="none", lifespan="on", log_level=log_level,
+    # h11: the pure-Python parser, the one whose header size we can cap; WebSockets (text streamed in) through
+    # the `websockets` package, in the serve extra
+    import importlib.util
+
+    ws = "websockets-sansio" if importlib.util.find_spec("websockets") else "none"
+    return uvicorn.Config(app, host=host, port=port, http="h11", ws=ws, ws_max_size=1 << 20, lifespan="on",
+                          log_level=log_level,
                           access_log=False, h11_max_incomplete_event_size=MAX_HEADER_BYTES,
                           timeout_graceful_shutdown=5, server_header=False)
 

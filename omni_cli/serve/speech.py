@@ -47,7 +47,8 @@ def usage(ctx, done: RequestDone) -> dict[str, Any]:
     text_tokens, codec_tokens = by_role.get("thinker", 0), by_role.get("talker", 0)
     return {"input_tokens": text_tokens, "output_tokens": codec_tokens, "total_tokens": text_tokens + codec_tokens,
             "omni": {"ttfa_s": m.get("ttfa_s"), "latency_s": m.get("latency_s"), "audio_s": m.get("audio_s"),
-                     "work_units": units, "stop_reasons": m.get("stop_reasons", {})}}
+                     "work_units": units, "stop_reasons": m.get("stop_reasons", {}),
+                     "truncated": m.get("truncated") or {}}}
 
 
 def produce(ctx, body: SpeechBody, ticket: Ticket):

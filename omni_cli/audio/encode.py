@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 
 import numpy as np
@@ -24,6 +25,7 @@ def wav_bytes(pcm: bytes, sample_rate: int) -> bytes:
     return wav_header(sample_rate, 1, len(pcm)) + pcm
 
 
+@functools.lru_cache(maxsize=64)  # asked per request; libsndfile's list of formats takes milliseconds to build
 def can_encode(fmt: str, sample_rate: int) -> str | None:
     """None when `fmt` can be written here, else why not (one line)."""
     if fmt in ("wav", "pcm"):

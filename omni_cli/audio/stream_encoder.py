@@ -11,6 +11,9 @@ SOUNDFILE_CODECS = {"flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III")
 OPUS_RATES = (8000, 12000, 16000, 24000, 48000)  # the only rates an Opus stream can carry
 _SFC_SET_OGG_PAGE_LATENCY_MS = 0x1302  # libsndfile >= 1.2: how much audio an Ogg page may hold before it is written
 _PAGE_LATENCY_MS = 50.0  # libsndfile's floor; its default (1 s) would hold the first second back
+# an MP3 frame is 24-48 ms; an Ogg page holds at least 50 ms (above), and the first slice must also fill the
+# Opus encoder's look-ahead, or the first bytes out would be the stream's headers without any audio
+_SLICE_S = {"mp3": 0.06, "opus": 0.08}
 _OPTIONS = {
     # MP3 at a constant bitrate: a decoder reading a stream without LAME's closing Info frame (patched in at
     # the start, which a stream has already sent) reckons its length from its bytes. Level 0.6 of libsndfile's
@@ -93,6 +96,16 @@ class StreamEncoder:
         """What can be sent before any audio: a WAV's stream header; nothing for the others."""
         data, self._prefix = self._prefix, b""
         return data
+
+    @property
+    def is_slow(self) -> bool:
+        """MP3 and Opus take milliseconds per chunk: a server runs them off its event loop, in slices."""
+        return self.format in _SLICE_S
+
+    def slices(self, samples: np.ndarray) -> list[np.ndarray]:
+        """`samples` in pieces to encode one by one, so a slow codec's first bytes need not wait for the whole chunk."""
+        step = max(1, round(self.sample_rate * _SLICE_S.get(self.format, 0))) if self.is_slow else len(samples)
+        return [samples[i:i + step] for i in range(0, len(samples), step)] or [samples]
 
     @property
     def output_rate(self) -> int:

@@ -10,7 +10,7 @@ from ..audio.stream_encoder import StreamEncoder
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus
 from .bodies import SpeechBody
 from .errors import ApiError, from_engine, server_error
-from .responses import Send, send_body, send_error, send_start, send_whole, sse
+from .responses import Send, encoded, finished, send_body, send_error, send_start, send_whole, sse
 from .worker import Ticket
 
 CONTENT_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg"}
@@ -97,13 +97,12 @@ async def _raw(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
         while True:
             event = await ticket.events.get()
             if isinstance(event, AudioChunk):
-                data = encoder.encode(event.samples)
-                if data:
+                async for data in encoded(encoder, event.samples):
                     await send_body(send, data)
             elif isinstance(event, RequestDone):
                 break
         if event.status is RequestStatus.FINISHED:
-            await send_body(send, encoder.finish(), more=False)
+            await send_body(send, await finished(encoder), more=False)
         # else: the body is left unterminated, so the client sees a broken transfer, never a short file as whole
     finally:
         encoder.close()
@@ -121,15 +120,14 @@ async def _sse(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
         while True:
             event = await ticket.events.get()
             if isinstance(event, AudioChunk):
-                data = prefix + encoder.encode(event.samples)
-                if data:
-                    prefix = b""
+                async for data in encoded(encoder, event.samples):
+                    data, prefix = prefix + data, b""
                     await send_body(send, sse({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}))
             elif isinstance(event, RequestDone):
                 break
         error = ended_badly(event)
         if error is None:
-            tail = prefix + encoder.finish()
+            tail = prefix + await finished(encoder)
             if tail:
                 await send_body(send, sse({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()}))
             await send_body(send, sse({"type": "speech.audio.done", "usage": usage(ctx, event)}))

@@ -19,6 +19,7 @@ closing cancels every piece not yet spoken.
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import Any
 
 import anyio
@@ -30,6 +31,7 @@ from ..spec.stream import AudioChunk, RequestDone
 from .bodies import STREAMABLE, check_common, check_fields, check_model, check_voice, get
 from .clauses import GRANULARITIES, ClauseSplitter
 from .errors import ApiError, bad_request
+from .responses import encoded, finished
 from .speech import accepted, ended_badly, usage
 
 CONFIG_FIELDS = {"type", "model", "voice", "response_format", "split_granularity", "stream_audio", "seed", "mode",
@@ -89,29 +91,66 @@ def _parse(raw: str | None, limit: int) -> dict[str, Any]:
     return msg
 
 
+class _Pacer:
+    """When each complete piece goes to the engine: at once, unless an earlier piece has not been heard yet
+    (no audio out, not done). So a piece's first audio never shares the engine with the pieces after it
+    (text sent whole would otherwise start all its sentences together), and the next piece is computed
+    while the one before it is still being sent. Runs on the event loop only."""
+
+    def __init__(self, ctx, config: _Config, speaker) -> None:
+        self.ctx, self.config, self.speaker = ctx, config, speaker
+        self.waiting: deque[str] = deque()
+        self.unheard = False
+        self.ended = False  # input.done came: _END follows the last piece
+        self.tickets: list = []  # every piece submitted, cancelled when the session ends
+
+    def add(self, texts: list[str], ended: bool = False) -> None:
+        self.waiting.extend(texts)
+        self.ended = self.ended or ended
+        self.pump()
+
+    def heard(self) -> None:
+        self.unheard = False
+        self.pump()
+
+    def pump(self) -> None:
+        while self.waiting and not self.unheard:
+            text = self.waiting.popleft()
+            submitted = _submit(self.ctx, self.config, text)
+            if not isinstance(submitted, ApiError):
+                self.tickets.append(submitted)
+                self.unheard = True
+            self.speaker.send_nowait((text, submitted))
+        if self.ended and not self.waiting:
+            self.ended = False
+            self.speaker.send_nowait(_END)
+            self.speaker.close()
+
+
 async def session(ctx, ws: WebSocket) -> None:
     """One WebSocket session: a config, text deltas, the end; audio for every piece, in order."""
     await ws.accept()
-    tickets = []  # every piece submitted, cancelled in `finally` (a no-op for those already done)
+    pacer = None
     try:
         config = await _receive_config(ctx, ws)
         if config is None:
             return
         to_speaker, from_listener = anyio.create_memory_object_stream(max_buffer_size=1 << 16)
+        pacer = _Pacer(ctx, config, to_speaker)
         async with anyio.create_task_group() as tasks:
             async def speak() -> None:
                 try:
-                    await _speak(ctx, ws, config, from_listener)
+                    await _speak(ctx, ws, config, from_listener, pacer)
                 except (WebSocketDisconnect, RuntimeError):  # the client went away while we sent
                     tasks.cancel_scope.cancel()
 
             tasks.start_soon(speak)
-            await _listen(ctx, ws, config, to_speaker, tickets)
+            await _listen(ctx, ws, config, pacer)
             tasks.cancel_scope.cancel()  # the client left: whatever is still to be said is not
     except WebSocketDisconnect:
         pass
     finally:
-        for ticket in tickets:
+        for ticket in pacer.tickets if pacer is not None else ():
             ctx.worker.cancel(ticket)
 
 
@@ -132,39 +171,30 @@ async def _receive_config(ctx, ws: WebSocket) -> _Config | None:
             return None
 
 
-async def _listen(ctx, ws: WebSocket, config: _Config, pieces, tickets: list) -> None:
-    """Read deltas until input.done, submitting each piece the moment its text is complete; return when the
-    client disconnects (after the speaker closed the session, or before)."""
+async def _listen(ctx, ws: WebSocket, config: _Config, pacer: _Pacer) -> None:
+    """Read deltas until input.done, handing each piece to the pacer the moment its text is complete; return
+    when the client disconnects (after the speaker closed the session, or before)."""
     limit = ctx.options.max_body_bytes
     ended = False
-    async with pieces:
-        while True:
-            message = await ws.receive()
-            if message["type"] == "websocket.disconnect":
-                return
-            if ended:
-                continue  # after input.done nothing more is read; the speaker closes the session
-            try:
-                msg = _parse(message.get("text"), limit)
-                if msg["type"] == "input.text":
-                    check_fields(msg, {"type", "text"})
-                    done = config.splitter.add(get(msg, "text", str, required=True))
-                elif msg["type"] == "input.done":
-                    check_fields(msg, {"type"})
-                    done = config.splitter.flush()
-                else:
-                    raise bad_request(f"unknown message type {msg['type']!r} (input.text, input.done)", "type")
-            except ApiError as error:
-                await _send_error(ws, error)
-                continue
-            for text in done:
-                submitted = _submit(ctx, config, text)
-                if not isinstance(submitted, ApiError):
-                    tickets.append(submitted)
-                await pieces.send((text, submitted))
-            if msg["type"] == "input.done":
-                await pieces.send(_END)
+    while True:
+        message = await ws.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        if ended:
+            continue  # after input.done nothing more is read; the speaker closes the session
+        try:
+            msg = _parse(message.get("text"), limit)
+            if msg["type"] == "input.text":
+                check_fields(msg, {"type", "text"})
+                pacer.add(config.splitter.add(get(msg, "text", str, required=True)))
+            elif msg["type"] == "input.done":
+                check_fields(msg, {"type"})
+                pacer.add(config.splitter.flush(), ended=True)
                 ended = True
+            else:
+                raise bad_request(f"unknown message type {msg['type']!r} (input.text, input.done)", "type")
+        except ApiError as error:
+            await _send_error(ws, error)
 
 
 def _submit(ctx, config: _Config, text: str):
@@ -178,7 +208,7 @@ def _submit(ctx, config: _Config, text: str):
         return from_engine(exc)
 
 
-async def _speak(ctx, ws: WebSocket, config: _Config, pieces) -> None:
+async def _speak(ctx, ws: WebSocket, config: _Config, pieces, pacer: _Pacer) -> None:
     """Send each piece's audio in order; session.done after the last, then close."""
     index = 0
     async with pieces:
@@ -188,43 +218,37 @@ async def _speak(ctx, ws: WebSocket, config: _Config, pieces) -> None:
                 await ws.close(1000)
                 return
             text, ticket = item
-            await _speak_one(ctx, ws, config, index, text, ticket)
+            await _speak_one(ctx, ws, config, index, text, ticket, pacer.heard)
             index += 1
 
 
-async def _speak_one(ctx, ws: WebSocket, config: _Config, index: int, text: str, ticket) -> None:
-    rate = ctx.sample_rate
-    encoder = StreamEncoder(config.format, rate)
+async def _speak_one(ctx, ws: WebSocket, config: _Config, index: int, text: str, ticket, heard) -> None:
+    encoder = StreamEncoder(config.format, ctx.sample_rate)
     await ws.send_json({"type": "audio.start", "sentence_index": index, "sentence_text": text,
                         "format": config.format, "sample_rate": encoder.output_rate})
     total, held, error, done = 0, [], None, None
     try:
         error = ticket if isinstance(ticket, ApiError) else await accepted(ticket)
+        prefix = encoder.start()
+        while error is None and done is None:
+            event = await ticket.events.get()
+            if isinstance(event, AudioChunk):
+                heard()  # the next piece may start now
+                async for data in encoded(encoder, event.samples):
+                    data, prefix = prefix + data, b""
+                    total += len(data)
+                    await (ws.send_bytes(data) if config.stream_audio else _hold(held, data))
+            elif isinstance(event, RequestDone):
+                done, error = event, ended_badly(event)
         if error is None:
-            pending = [encoder.start()]
-            while True:
-                event = await ticket.events.get()
-                if isinstance(event, AudioChunk):
-                    pending.append(encoder.encode(event.samples))
-                elif isinstance(event, RequestDone):
-                    done = event
-                    error = ended_badly(event)
-                    if error is None:
-                        pending.append(encoder.finish())
-                else:
-                    continue  # the thinker's text: not sent here
-                data, pending = b"".join(pending), []
-                if data and config.stream_audio:
-                    await ws.send_bytes(data)
-                elif data:
-                    held.append(data)
-                total += len(data)
-                if done is not None:
-                    break
-            if held and error is None:
+            data = prefix + await finished(encoder)
+            total += len(data)
+            held.append(data)
+            if b"".join(held):
                 await ws.send_bytes(b"".join(held))
     finally:
         encoder.close()
+        heard()  # a piece that ended (or failed) without audio lets the next one start too
     if error is not None:
         await _send_error(ws, error)
     payload = {"type": "audio.done", "sentence_index": index, "total_bytes": total, "sample_rate": encoder.output_rate,
@@ -232,3 +256,7 @@ async def _speak_one(ctx, ws: WebSocket, config: _Config, index: int, text: str,
     if done is not None and error is None:
         payload["usage"] = usage(ctx, done)
     await ws.send_json(payload)
+
+
+async def _hold(held: list, data: bytes) -> None:
+    held.append(data)  # stream_audio false: the piece goes out as one frame at its end

@@ -71,28 +71,35 @@ def first_byte(port: int, model: str, fmt: str) -> float:
 
 
 def websocket(url: str, streamed: bool) -> float:
-    """First audio after the text was whole (sent at once), or after its first clause was (sent word by word)."""
+    """First audio after the text was whole (sent at once), or after its first clause was (sent word by word,
+    on another thread, while this one waits for the audio)."""
+    import threading
+
     from websockets.sync.client import connect
+
+    clause_done: list[float] = []
+
+    def send_text(ws) -> None:
+        words = STREAMED.split(" ") if streamed else [STREAMED]
+        for i, word in enumerate(words):
+            ws.send(json.dumps({"type": "input.text", "text": word if i == 0 else " " + word}))
+            if not clause_done and (not streamed or words[i - 1].endswith(",")) and (i or not streamed):
+                clause_done.append(time.perf_counter())  # a clause ends at its comma and the space after it
+            if streamed:
+                time.sleep(WORD_GAP_S)
+        ws.send(json.dumps({"type": "input.done"}))
 
     with connect(url) as ws:
         ws.send(json.dumps({"type": "session.config", "response_format": "pcm", "split_granularity": "clause"}))
-        words = STREAMED.split(" ") if streamed else [STREAMED]
-        clause_done = None
-        for i, word in enumerate(words):
-            ws.send(json.dumps({"type": "input.text", "text": word if i == 0 else " " + word}))
-            if clause_done is None and i and words[i - 1].endswith(","):
-                clause_done = time.perf_counter()  # a clause ends at its comma and the space after it
-            if streamed:
-                time.sleep(WORD_GAP_S)
-        if not streamed:
-            clause_done = time.perf_counter()
-        ws.send(json.dumps({"type": "input.done"}))
-        while not isinstance(message := ws.recv(), bytes):
+        sender = threading.Thread(target=send_text, args=(ws,))
+        sender.start()
+        while not isinstance(ws.recv(), bytes):
             pass
         first = time.perf_counter()
+        sender.join()
         for _ in ws:  # the rest of the session
             pass
-    return first - clause_done
+    return first - clause_done[0]
 
 
 def start_server(card: str) -> tuple[subprocess.Popen, int]:
@@ -117,25 +124,31 @@ def start_server(card: str) -> tuple[subprocess.Popen, int]:
             time.sleep(0.05)
 
 
-def measure(card: str, rounds: int) -> dict[str, float]:
+def measure(card: str, rounds: int) -> dict[str, list[float]]:
+    """Every case's time (ms) in each round after the first (which warms every path up)."""
     program = load(card)
     model = program.card.model if card.endswith(".yaml") else card
     proc, port = start_server(card)
     ws_url = f"ws://127.0.0.1:{port}/v1/audio/speech/stream"
-    cases = {"library": lambda: library(program)[0], "chunk_gap": lambda: library(program)[1],
-             **{fmt: (lambda f=fmt: first_byte(port, model, f)) for fmt in FORMATS},
+    cases = {**{fmt: (lambda f=fmt: first_byte(port, model, f)) for fmt in FORMATS},
              "ws_whole": lambda: websocket(ws_url, False), "ws_streamed": lambda: websocket(ws_url, True)}
-    times: dict[str, list[float]] = {name: [] for name in cases}
+    times: dict[str, list[float]] = {name: [] for name in ("library", "chunk_gap", *cases)}
     try:
         for round_ in range(rounds + 1):
-            for name, case in cases.items():
-                value = case()
-                if round_:  # the first round warms every path up
-                    times[name].append(value)
+            ttfa, gap = library(program)
+            measured = {"library": ttfa, "chunk_gap": gap, **{name: case() for name, case in cases.items()}}
+            if round_:
+                for name, value in measured.items():
+                    times[name].append(1000 * value)
     finally:
         proc.terminate()
         proc.wait(10)
-    return {name: 1000 * statistics.median(values) for name, values in times.items()}
+    return times
+
+
+def ratio(times: dict[str, list[float]], a: str, b: str) -> float:
+    """The median over rounds of a/b, each round's pair measured moments apart."""
+    return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
 
 
 def main() -> None:
@@ -144,21 +157,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    ms = measure(args.card, args.rounds)
-    lib, wav = ms["library"], ms["wav"]
-    rows = [(f"http {fmt}", ms[fmt], f"{ms[fmt] / lib:.2f}x library (goal <= 1.50x)"
-             + ("" if fmt in ("wav", "pcm") else f", wav + {ms[fmt] - wav:+.1f} ms (goal <= one chunk, "
-                                                  f"{ms['chunk_gap']:.1f} ms)"))
-            for fmt in FORMATS]
-    rows.append(("ws text whole", ms["ws_whole"], "from the text sent"))
-    rows.append(("ws text streamed", ms["ws_streamed"], f"from its first clause complete: {ms['ws_streamed'] / ms['ws_whole']:.2f}x "
-                                                        "the whole text's (goal <= 1.00x)"))
+    times = measure(args.card, args.rounds)
+    ms = {name: statistics.median(values) for name, values in times.items()}
     if args.json:
-        print(json.dumps({"card": args.card, "rounds": args.rounds, **{k: round(v, 2) for k, v in ms.items()}}))
+        print(json.dumps({"card": args.card, "rounds": args.rounds, "median_ms": ms,
+                          "ratio_to_library": {fmt: ratio(times, fmt, "library") for fmt in FORMATS},
+                          "ws_streamed_to_whole": ratio(times, "ws_streamed", "ws_whole")}))
         return
-    print(f"{args.card}, median of {args.rounds} rounds; library TTFA {lib:.1f} ms, next chunk {ms['chunk_gap']:.1f} ms later")
-    for name, value, note in rows:
-        print(f"{name:>17} {value:8.1f} ms  {note}")
+    print(f"{args.card}, {args.rounds} rounds (medians; ratios are medians of each round's own ratio): "
+          f"library TTFA {ms['library']:.1f} ms, its next chunk {ms['chunk_gap']:.1f} ms later")
+    for fmt in FORMATS:
+        late = statistics.median(c - w for c, w in zip(times[fmt], times["wav"], strict=True))
+        codec = "" if fmt in ("wav", "pcm") else f"; wav {late:+.1f} ms (goal <= +{ms['chunk_gap']:.1f}: one chunk)"
+        print(f"{'http ' + fmt:>17} {ms[fmt]:7.1f} ms  {ratio(times, fmt, 'library'):.2f}x library "
+              f"(goal <= 1.50x){codec}")
+    print(f"{'ws text whole':>17} {ms['ws_whole']:7.1f} ms  from the text sent")
+    print(f"{'ws text streamed':>17} {ms['ws_streamed']:7.1f} ms  from its first clause complete: "
+          f"{ratio(times, 'ws_streamed', 'ws_whole'):.2f}x the whole text's (goal <= 1.00x)")
 
 
 if __name__ == "__main__":

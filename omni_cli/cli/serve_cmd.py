@@ -13,13 +13,16 @@ HELP = """Serve the OpenAI speech API on one engine shared by every client.
 \b
   omni serve                             # http://127.0.0.1:8000
   curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\
-    -d '{"model": "qwen2_5_omni_toy", "input": "Hello"}' -o hello.wav
+    -d '{"model": "qwen2_5_omni_toy", "input": "Hello"}' -o hello.mp3
+  omni speak "Hello" -o hello.wav --server http://127.0.0.1:8000
 
 \b
-Routes: POST /v1/audio/speech (wav, pcm, flac, mp3, opus; "stream_format":
-"audio" streams wav or pcm bytes as they are made, "sse" or "stream": true
-sends speech.audio.delta events), POST /v1/chat/completions (modalities
-text and audio), GET /v1/audio/voices, /v1/models, /health, /metrics.
+Routes: POST /v1/audio/speech (mp3 by default, as OpenAI's; wav, pcm, flac,
+opus; "stream_format": "audio" streams the bytes of any of them as they are
+made, "sse" or "stream": true sends speech.audio.delta events), WebSocket
+/v1/audio/speech/stream (text in piece by piece, each sentence or clause
+spoken once complete), POST /v1/chat/completions (modalities text and
+audio), GET /v1/audio/voices, /v1/models, /health, /metrics.
 Requests from all clients run interleaved and batched; a client that
 disconnects cancels its request. Past --concurrency running and --max-queue
 waiting, a request gets 429 with Retry-After. Binds 127.0.0.1 unless --host

@@ -100,7 +100,7 @@ class _Pacer:
     def __init__(self, ctx, config: _Config, speaker) -> None:
         self.ctx, self.config, self.speaker = ctx, config, speaker
         self.waiting: deque[str] = deque()
-        self.unheard = False
+        self.unheard = None  # the ticket of the piece submitted and not yet heard
         self.ended = False  # input.done came: _END follows the last piece
         self.tickets: list = []  # every piece submitted, cancelled when the session ends
 
@@ -109,17 +109,19 @@ class _Pacer:
         self.ended = self.ended or ended
         self.pump()
 
-    def heard(self) -> None:
-        self.unheard = False
-        self.pump()
+    def heard(self, ticket) -> None:
+        """`ticket`'s piece has audio out, or is over."""
+        if ticket is self.unheard:
+            self.unheard = None
+            self.pump()
 
     def pump(self) -> None:
-        while self.waiting and not self.unheard:
+        while self.waiting and self.unheard is None:
             text = self.waiting.popleft()
             submitted = _submit(self.ctx, self.config, text)
             if not isinstance(submitted, ApiError):
                 self.tickets.append(submitted)
-                self.unheard = True
+                self.unheard = submitted
             self.speaker.send_nowait((text, submitted))
         if self.ended and not self.waiting:
             self.ended = False
@@ -233,7 +235,7 @@ async def _speak_one(ctx, ws: WebSocket, config: _Config, index: int, text: str,
         while error is None and done is None:
             event = await ticket.events.get()
             if isinstance(event, AudioChunk):
-                heard()  # the next piece may start now
+                heard(ticket)  # the next piece may start now
                 async for data in encoded(encoder, event.samples):
                     data, prefix = prefix + data, b""
                     total += len(data)
@@ -248,7 +250,7 @@ async def _speak_one(ctx, ws: WebSocket, config: _Config, index: int, text: str,
                 await ws.send_bytes(b"".join(held))
     finally:
         encoder.close()
-        heard()  # a piece that ended (or failed) without audio lets the next one start too
+        heard(ticket)  # a piece that ended (or failed) without audio lets the next one start too
     if error is not None:
         await _send_error(ws, error)
     payload = {"type": "audio.done", "sentence_index": index, "total_bytes": total, "sample_rate": encoder.output_rate,

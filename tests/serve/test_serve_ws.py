@@ -147,3 +147,22 @@ def test_with_an_api_key_the_socket_needs_it(toy):
         assert asyncio.run(asyncio.wait_for(main(), 60)) == [{"type": "session.done", "total_sentences": 0}]
     finally:
         served.server.stop()
+
+
+def test_text_sent_whole_starts_each_sentence_once_the_one_before_is_heard(server, solo_pcm):
+    text = "One sentence first. A second one. And a third."
+
+    async def main():
+        async with connect(_ws(server)) as ws:
+            await ws.send(json.dumps({"type": "session.config", "response_format": "pcm"}))
+            await ws.send(json.dumps({"type": "input.text", "text": text}))
+            await ws.send(json.dumps({"type": "input.done"}))
+            return await _collect(ws)
+
+    pieces = _pieces(asyncio.run(asyncio.wait_for(main(), 60)))
+    assert [t for t, _ in pieces] == ["One sentence first.", "A second one.", "And a third."]
+    assert all(audio == solo_pcm(t) for t, audio in pieces)
+    ids = sorted({e.request_id for e in server.trace.events if e.request_id.startswith("stream-")},
+                 key=lambda rid: int(rid.split("-")[1]))[-3:]
+    for before, after in zip(ids, ids[1:]):  # the first audio of each never shares the engine with the next
+        assert server.trace.phase(after, "submitted").t_s >= server.trace.phase(before, "first_audio").t_s

@@ -82,7 +82,9 @@ class StreamEncoder:
     carries only some rates: other audio is resampled (soxr, streaming) to the next rate it carries.
     """
 
-    def __init__(self, fmt: str, sample_rate: int) -> None:
+    def __init__(self, fmt: str, sample_rate: int, file=None) -> None:
+        """`file`: a seekable binary file libsndfile writes a codec into itself (its headers patched at close);
+        `encode` and `finish` then return nothing. Without it the bytes are handed out."""
         if fmt not in ("wav", "pcm", *SOUNDFILE_CODECS):
             raise ValueError(f"cannot stream {fmt!r} (supported: wav, pcm, {', '.join(SOUNDFILE_CODECS)})")
         self.format = fmt
@@ -90,7 +92,7 @@ class StreamEncoder:
         self._prefix = wav_header(sample_rate, 1, UNKNOWN_SIZE) if fmt == "wav" else b""
         self._file = self._sink = self._resampler = None
         if fmt in SOUNDFILE_CODECS:
-            self._open_codec(fmt, sample_rate)
+            self._open_codec(fmt, sample_rate, file)
 
     def start(self) -> bytes:
         """What can be sent before any audio: a WAV's stream header; nothing for the others."""
@@ -111,7 +113,7 @@ class StreamEncoder:
     def output_rate(self) -> int:
         return opus_rate(self.sample_rate) if self.format == "opus" else self.sample_rate
 
-    def _open_codec(self, fmt: str, sample_rate: int) -> None:
+    def _open_codec(self, fmt: str, sample_rate: int, file) -> None:
         import soundfile
 
         major, subtype = SOUNDFILE_CODECS[fmt]
@@ -120,7 +122,7 @@ class StreamEncoder:
             import soxr
 
             self._resampler = soxr.ResampleStream(sample_rate, rate, 1, dtype="float32")
-        self._sink = _Sink()
+        self._sink = _Sink() if file is None else file
         options = _OPTIONS.get(fmt, {})
         self._file = soundfile.SoundFile(self._sink, mode="w", samplerate=rate, channels=1, format=major,
                                          subtype=subtype, **options)
@@ -134,7 +136,7 @@ class StreamEncoder:
         if self._resampler is not None:
             samples = self._resampler.resample_chunk(np.asarray(samples, np.float32))
         self._file.write(float_to_pcm16(samples))
-        return self._sink.take()
+        return self._taken()
 
     def finish(self) -> bytes:
         """The encoder's last bytes (and a WAV header if no chunk came); the stream is complete after them."""
@@ -144,7 +146,10 @@ class StreamEncoder:
         if self._resampler is not None:
             self._file.write(float_to_pcm16(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True)))
         self._file.close()
-        return self._sink.take()
+        return self._taken()
+
+    def _taken(self) -> bytes:
+        return self._sink.take() if isinstance(self._sink, _Sink) else b""
 
     def close(self) -> None:
         """Abandon the stream (the request ended badly): free the encoder, nothing more is sent."""

@@ -22,12 +22,13 @@ HELP = """Speak TEXT (or stdin lines) through the card's cascade, writing audio 
 Input: TEXT, or `-` (or no TEXT with a pipe on stdin): one utterance per
 non-empty line, each started as soon as its line arrives.
 \b
-Output: `-o FILE` (.wav, .raw, .flac); several lines go into the one file in
-input order. A WAV's header is rewritten after every chunk and a raw file
-has none, so a reader mid-run, or a run killed even by SIGKILL, sees every
-sample so far. A FLAC is complete once the run ends (Ctrl-C and SIGTERM
-included); read mid-run, or left by SIGKILL, it is not promised to be
-readable.
+Output: `-o FILE` (.wav, .raw, .flac, .mp3, .opus); several lines go into
+the one file in input order. A WAV's header is rewritten after every chunk
+and a raw file has none, so a reader mid-run, or a run killed even by
+SIGKILL, sees every sample so far. A FLAC, MP3 or Opus file is complete once
+the run ends (Ctrl-C and SIGTERM included); read mid-run, or left by
+SIGKILL, it is not promised to be readable. `-o - --format mp3` (or opus)
+streams the encoder's frames as they are made.
 `-o DIR/` or `--out-dir DIR`: one file per utterance, DIR/0001.wav for the
 first non-empty line, 0002.wav for the next.
 `-o -`: audio on stdout, a WAV with an unknown-length header, or with

@@ -93,7 +93,9 @@ async def _raw(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
     encoder = StreamEncoder(body.response_format, ctx.sample_rate)
     try:
         await send_start(send, 200, CONTENT_TYPES[body.response_format], _headers(ticket))
-        await send_body(send, encoder.start())  # a wav's stream header: sizes unknown, the data runs to the end
+        head = encoder.start()  # a wav's stream header: sizes unknown, the data runs to the end
+        if head:
+            await send_body(send, head)
         while True:
             event = await ticket.events.get()
             if isinstance(event, AudioChunk):

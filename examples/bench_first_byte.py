@@ -66,6 +66,7 @@ def first_byte(port: int, model: str, fmt: str) -> float:
         if skip < 0:
             elapsed = time.perf_counter() - start
             break
+    response.read()  # to the end: a request cut off would still hold the engine for its step in flight
     conn.close()
     return elapsed
 

@@ -19,8 +19,8 @@ from codec_helpers import decode, similarity  # noqa: E402
 LOSSY = {"mp3": (0.98, 15.0), "opus": (0.95, 10.0)}  # format -> (correlation, SNR dB) at least
 
 
-def _solo(solo_pcm) -> np.ndarray:
-    return np.frombuffer(solo_pcm(MEDIUM_TEXT), "<i2").astype(np.float32) / 32767
+def _solo(solo_pcm, voice=None) -> np.ndarray:
+    return np.frombuffer(solo_pcm(MEDIUM_TEXT, voice), "<i2").astype(np.float32) / 32767
 
 
 @pytest.mark.parametrize("fmt", ["flac", "mp3", "opus"])
@@ -73,3 +73,22 @@ def test_aac_is_refused_naming_the_formats_this_server_writes(server):
     error = r.json()["error"]
     assert r.status_code == 400 and error["param"] == "response_format"
     assert "aac" in error["message"] and "mp3, opus" in error["message"]
+
+
+@pytest.mark.parametrize("fmt", ["opus", "mp3"])
+def test_the_openai_client_streams_a_codec_readable_before_the_request_ends(server, solo_pcm, fmt):
+    openai = pytest.importorskip("openai")
+    with openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60) as client:
+        with client.audio.speech.with_streaming_response.create(
+                model=CARD, input=MEDIUM_TEXT, voice="alto", response_format=fmt, stream_format="audio") as response:
+            rid = response.headers["x-request-id"]
+            received, readable_at_s = b"", None
+            for part in response.iter_bytes():
+                at_s = server.engine.now()  # the engine's clock, the one its trace uses
+                received += part
+                if readable_at_s is None and len(decode(received)[0]) > 0:
+                    readable_at_s = at_s
+    # audio the client could decode arrived while the engine was still making the rest
+    assert readable_at_s is not None and readable_at_s < server.trace.phase(rid, "finished").t_s
+    samples, _ = decode(received)
+    assert similarity(samples, _solo(solo_pcm, "alto"))[0] >= LOSSY[fmt][0]

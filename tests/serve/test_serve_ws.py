@@ -166,3 +166,18 @@ def test_text_sent_whole_starts_each_sentence_once_the_one_before_is_heard(serve
                  key=lambda rid: int(rid.split("-")[1]))[-3:]
     for before, after in zip(ids[:-1], ids[1:], strict=True):  # a first audio never shares the engine with the next
         assert server.trace.phase(after, "submitted").t_s >= server.trace.phase(before, "first_audio").t_s
+
+
+def test_with_stream_audio_false_each_piece_is_one_frame_at_its_end(server, solo_pcm):
+    async def main():
+        async with connect(_ws(server)) as ws:
+            await ws.send(json.dumps({"type": "session.config", "response_format": "wav", "stream_audio": False}))
+            await ws.send(json.dumps({"type": "input.text", "text": "Whole at once. Then this."}))
+            await ws.send(json.dumps({"type": "input.done"}))
+            return await _collect(ws)
+
+    messages = asyncio.run(asyncio.wait_for(main(), 60))
+    frames = [m for m in messages if isinstance(m, bytes)]
+    assert len(frames) == 2 and [t for t, _ in _pieces(messages)] == ["Whole at once.", "Then this."]
+    for frame, text in zip(frames, ["Whole at once.", "Then this."], strict=True):
+        assert frame[:4] == b"RIFF" and frame[44:] == solo_pcm(text)

@@ -10,6 +10,7 @@ import wave
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from omni_cli.api import load
 from omni_cli.audio import float_to_pcm16
@@ -95,3 +96,13 @@ def test_memory_soak_prints_its_rows_and_refuses_a_bad_set_in_one_line():
                                  env=ENV, timeout=120)
         assert refused.returncode == 2 and refused.stdout == "", refused.stdout
         assert says in refused.stderr.splitlines()[-1] and "Traceback" not in refused.stderr, refused.stderr
+
+
+@pytest.mark.slow
+def test_bench_first_byte_measures_every_format_and_both_ways_of_sending_text():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "bench_first_byte.py"), "--rounds", "1", "--json"],
+                          capture_output=True, text=True, env=ENV, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert set(result["ratio_to_library"]) == {"wav", "pcm", "mp3", "opus", "flac"}
+    assert all(v > 0 for v in result["median_ms"].values()) and result["ws_streamed_to_whole"] > 0

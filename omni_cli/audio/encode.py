@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import io
 
 import numpy as np
 
 from .pcm import WAV_HEADER_BYTES, float_to_pcm16, wav_header
+from .stream_encoder import OPUS_RATES, SOUNDFILE_CODECS, opus_rate
 
-# format name -> (libsndfile major format, subtype); which of them this libsndfile can write is checked
-# at run time (MP3 needs libsndfile >= 1.1, Opus needs it built with libopus)
-_CODECS = {"flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III"), "opus": ("OGG", "OPUS")}
-_OPUS_RATES = (8000, 12000, 16000, 24000, 48000)  # the only rates an Opus stream can carry
+# which of the codecs this libsndfile can write is checked at run time (MP3 needs libsndfile >= 1.1,
+# Opus needs it built with libopus); AAC is not among them: libsndfile has no AAC encoder
+ENCODABLE = ("wav", "pcm", *SOUNDFILE_CODECS)
 
 
 def pcm16_bytes(samples: np.ndarray) -> bytes:
@@ -24,20 +25,24 @@ def wav_bytes(pcm: bytes, sample_rate: int) -> bytes:
     return wav_header(sample_rate, 1, len(pcm)) + pcm
 
 
+@functools.lru_cache(maxsize=64)  # asked per request; libsndfile's list of formats takes milliseconds to build
 def can_encode(fmt: str, sample_rate: int) -> str | None:
     """None when `fmt` can be written here, else why not (one line)."""
     if fmt in ("wav", "pcm"):
         return None
-    codec = _CODECS.get(fmt)
+    codec = SOUNDFILE_CODECS.get(fmt)
     if codec is None:
-        return f"this server cannot write {fmt}"
+        return f"this server cannot write {fmt} (it writes {', '.join(ENCODABLE)})"
     import soundfile
 
     major, subtype = codec
     if major not in soundfile.available_formats() or subtype not in soundfile.available_subtypes(major):
         return f"this server's libsndfile ({soundfile.__libsndfile_version__}) cannot write {fmt}"
-    if fmt == "opus" and sample_rate not in _OPUS_RATES:
-        return f"opus cannot carry {sample_rate} Hz audio"
+    if fmt == "opus" and sample_rate not in OPUS_RATES:
+        try:
+            import soxr  # noqa: F401 - opus at other rates is resampled
+        except ImportError:
+            return f"opus cannot carry {sample_rate} Hz audio (install soxr to resample it)"
     return None
 
 
@@ -50,12 +55,17 @@ def encode(samples: np.ndarray, sample_rate: int, fmt: str) -> bytes:
         return wav_bytes(pcm16.tobytes(), sample_rate)
     import soundfile
 
-    major, subtype = _CODECS[fmt]
+    major, subtype = SOUNDFILE_CODECS[fmt]
+    rate = opus_rate(sample_rate) if fmt == "opus" else sample_rate
+    if rate != sample_rate:
+        import soxr
+
+        pcm16 = float_to_pcm16(soxr.resample(np.asarray(samples, np.float32), sample_rate, rate))
     buf = io.BytesIO()
     # the same int16 values as the WAV, so a lossless format decodes to exactly them
-    with soundfile.SoundFile(buf, mode="w", samplerate=sample_rate, channels=1, format=major, subtype=subtype) as f:
+    with soundfile.SoundFile(buf, mode="w", samplerate=rate, channels=1, format=major, subtype=subtype) as f:
         f.write(pcm16)
     return buf.getvalue()
 
 
-__all__ = ["WAV_HEADER_BYTES", "can_encode", "encode", "pcm16_bytes", "wav_bytes"]
+__all__ = ["ENCODABLE", "WAV_HEADER_BYTES", "can_encode", "encode", "pcm16_bytes", "wav_bytes"]

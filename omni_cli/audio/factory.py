@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from .base import AudioWriter, stream_name
+from .codec_writers import CODEC_FORMATS, CodecFileWriter, CodecStreamWriter
 from .errors import AudioOutputError
 from .flac_file import FlacFileWriter
 from .streams import RawPcmWriter, WavStreamWriter
 from .wav_file import WavFileWriter
 
-AudioFormat = Literal["wav", "raw", "flac"]
-FORMATS: tuple[str, ...] = ("flac", "raw", "wav")
-SUFFIX_FORMATS: dict[str, str] = {".flac": "flac", ".pcm": "raw", ".raw": "raw", ".wav": "wav"}
+AudioFormat = Literal["wav", "raw", "flac", "mp3", "opus"]
+FORMATS: tuple[str, ...] = ("flac", "mp3", "opus", "raw", "wav")
+SUFFIX_FORMATS: dict[str, str] = {".flac": "flac", ".mp3": "mp3", ".opus": "opus", ".pcm": "raw", ".raw": "raw",
+                                  ".wav": "wav"}
 
 
 def open_audio_output(
@@ -26,10 +28,10 @@ def open_audio_output(
 ) -> AudioWriter:
     """Open the writer for `target`.
 
-    A path gives WavFileWriter (header valid after every chunk), FlacFileWriter (header
-    finalised at close) or raw s16le PCM to the file; with `format=None` the suffix decides
-    (.wav, .flac, .raw, .pcm; any case). A binary stream gives WavStreamWriter (default) or
-    RawPcmWriter; FLAC needs a path. "-" is an ordinary file name here: mapping it to stdout
+    A path gives WavFileWriter (header valid after every chunk), FlacFileWriter or CodecFileWriter
+    (MP3, Ogg/Opus; headers finalised at close) or raw s16le PCM to the file; with `format=None` the
+    suffix decides (.wav, .flac, .mp3, .opus, .raw, .pcm; any case). A binary stream gives
+    WavStreamWriter (default), RawPcmWriter or CodecStreamWriter (MP3, Opus); FLAC needs a path. "-" is an ordinary file name here: mapping it to stdout
     is the CLI's job. Unknown formats and suffixes are AudioOutputError.
     """
     is_path = isinstance(target, (str, os.PathLike))
@@ -44,6 +46,8 @@ def open_audio_output(
         return WavFileWriter(target, sample_rate, channels)
     if fmt == "flac":
         return FlacFileWriter(target, sample_rate, channels)
+    if fmt in CODEC_FORMATS:
+        return CodecFileWriter(target, sample_rate, fmt)
     try:
         stream = open(target, "wb")  # noqa: SIM115 - the writer owns and closes it
     except OSError as e:
@@ -69,4 +73,6 @@ def _open_stream(
         raise AudioOutputError(name, reason)
     if fmt == "raw":
         return RawPcmWriter(stream, sample_rate, channels)
+    if fmt in CODEC_FORMATS:
+        return CodecStreamWriter(stream, sample_rate, fmt)
     return WavStreamWriter(stream, sample_rate, channels)

@@ -14,7 +14,8 @@ ROOT = epilog('omni speak "Hello, world" -o hello.wav',
               "omni cards list")
 SPEAK = epilog('omni speak "Hello, world" -o hello.wav',
                "printf 'One.\\nTwo.\\n' | omni speak - -o out/ --json",
-               'omni speak "Hello" -o - | aplay          # streaming WAV to a player')
+               'omni speak "Hello" -o - | aplay          # streaming WAV to a player',
+               'omni speak "Hello" -o hi.wav --server http://127.0.0.1:8000')
 CHAT = epilog("omni chat -c qwen2_5_omni_toy --audio question.wav -o answer.wav",
               "arecord -f S16_LE -r 16000 | omni chat -c qwen2_5_omni_toy --audio - -o - | aplay",
               'omni chat -c qwen2_5_omni --model-path ./ckpt "What is the capital of France?" -o a.wav')

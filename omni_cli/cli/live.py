@@ -84,7 +84,7 @@ class RunView:
             lines.append(f"omni: removed {', '.join(removed)}: no audio was written to "
                          f"{'it' if len(removed) == 1 else 'them'}")
         lines += [f"omni: {first}" for first in [first_audio(utterances)] if first]
-        return [*lines, f"omni: WorkUnits: {units}"]
+        return [*lines, f"omni: WorkUnits: {units}"] if self.loops else lines  # a server's run shows no loops
 
 
 def first_audio(utterances) -> str:

@@ -34,6 +34,8 @@ class Format(str, Enum):
     wav = "wav"
     raw = "raw"
     flac = "flac"
+    mp3 = "mp3"
+    opus = "opus"
 
 
 Card = Annotated[str, typer.Option("--card", "-c", metavar="NAME|PATH", rich_help_panel=MODEL, envvar=CARD_ENV,

@@ -13,14 +13,14 @@ from typing import Any, BinaryIO, TextIO
 
 from .errors import USAGE, CliError
 
-NUMBERED = re.compile(r"^\d{4,}\.(wav|raw|flac)$")
+NUMBERED = re.compile(r"^\d{4,}\.(wav|raw|flac|mp3|opus)$")
 
 
 @dataclass
 class OutputPlan:
     kind: str  # none | file | stdout | dir
     path: Path | None = None
-    format: str | None = None  # wav | raw | flac; None: from the file's suffix
+    format: str | None = None  # wav | raw | flac | mp3 | opus; None: from the file's suffix
     force: bool = False
     as_json: bool = False
     stdout_free: bool = True  # False: stdout belongs to something else (a timeline); print no text or JSON
@@ -143,8 +143,13 @@ class Router:
             if (plan.format or SUFFIX_FORMATS.get(plan.path.suffix.lower())) == "flac":
                 raise CliError(f"-o {plan.path}: a FIFO takes wav or raw, not flac (its header is written at the end)")
             fmt = plan.format or SUFFIX_FORMATS.get(plan.path.suffix.lower(), "wav")
-            writer = RawPcmWriter if fmt == "raw" else WavStreamWriter
-            self._shared = writer(open_pipe(plan.path), self.sample_rate, close_stream=True)
+            if fmt in ("mp3", "opus"):
+                from ..audio.codec_writers import CodecStreamWriter
+
+                self._shared = CodecStreamWriter(open_pipe(plan.path), self.sample_rate, fmt, close_stream=True)
+            else:
+                writer = RawPcmWriter if fmt == "raw" else WavStreamWriter
+                self._shared = writer(open_pipe(plan.path), self.sample_rate, close_stream=True)
         elif plan.kind == "file":
             self._shared = open_audio_output(plan.path, self.sample_rate, plan.format)
         elif plan.kind == "stdout":

@@ -15,10 +15,12 @@ The same card as `omni speak` unless --card (or OMNI_CARD) names another;
 the first line on stderr names the card, its voices and the address.
 
 \b
-Routes: POST /v1/audio/speech (wav, pcm, flac, mp3, opus; "stream_format":
-"audio" streams wav or pcm bytes as they are made, "sse" or "stream": true
-sends speech.audio.delta events), POST /v1/chat/completions (modalities
-text and audio), GET /v1/audio/voices, /v1/models, /health, /metrics.
+Routes: POST /v1/audio/speech (mp3 by default, as OpenAI's; wav, pcm, flac,
+opus; "stream_format": "audio" streams the bytes of any of them as they are
+made, "sse" or "stream": true sends speech.audio.delta events), WebSocket
+/v1/audio/speech/stream (text in piece by piece, each sentence or clause
+spoken once complete), POST /v1/chat/completions (modalities text and
+audio), GET /v1/audio/voices, /v1/models, /health, /metrics.
 Requests from all clients run interleaved and batched; a client that
 disconnects cancels its request. Past --concurrency running and --max-queue
 waiting, a request gets 429 with Retry-After. Binds 127.0.0.1 unless --host

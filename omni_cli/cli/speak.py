@@ -16,12 +16,13 @@ HELP = """Speak TEXT (or stdin lines) through the card's cascade, writing audio 
 Input: TEXT, or `-` (or no TEXT with a pipe on stdin): one utterance per
 non-empty line, each started as soon as its line arrives.
 \b
-Output: `-o FILE` (.wav, .raw, .flac); several lines go into the one file in
-input order. A WAV's header is rewritten after every chunk and a raw file
-has none, so a reader mid-run, or a run killed even by SIGKILL, sees every
-sample so far. A FLAC is complete once the run ends (Ctrl-C and SIGTERM
-included); read mid-run, or left by SIGKILL, it is not promised to be
-readable.
+Output: `-o FILE` (.wav, .raw, .flac, .mp3, .opus); several lines go into
+the one file in input order. A WAV's header is rewritten after every chunk
+and a raw file has none, so a reader mid-run, or a run killed even by
+SIGKILL, sees every sample so far. A FLAC, MP3 or Opus file is complete once
+the run ends (Ctrl-C and SIGTERM included); read mid-run, or left by
+SIGKILL, it is not promised to be readable. `-o - --format mp3` (or opus)
+streams the encoder's frames as they are made.
 `-o DIR/` or `--out-dir DIR`: one file per utterance, DIR/0001.wav for the
 first non-empty line, 0002.wav for the next.
 `-o -`: audio on stdout, a WAV with an unknown-length header, or with
@@ -46,6 +47,10 @@ An utterance that ends with no audio (status "no_audio", reason) exits 1
 unless --allow-no-audio; a file this run made that got no audio is removed,
 and the summary says so (with --allow-no-audio an empty file is kept when
 the run ends well).
+\b
+`--server URL` (or OMNI_SERVER; a key in OMNI_API_KEY): speak on a running
+`omni serve` instead of loading the model here; the same outputs and exit
+codes. A server that is down or refuses is one error line, exit 1.
 \b
 Exit status: 0 ok, 1 runtime failure, 2 bad usage or input, 130 SIGINT, 141
 stdout closed, 143 SIGTERM. On SIGINT/SIGTERM every file is finalized with
@@ -78,6 +83,9 @@ def speak(
         "--allow-no-audio", rich_help_panel=o.REQUEST,
         help="Exit 0 even when an utterance ends with no audio (said on stderr and in --json either way; "
              "an empty file is then kept).")] = False,
+    server: Annotated[str | None, typer.Option(
+        "--server", envvar="OMNI_SERVER", metavar="URL", rich_help_panel=o.MODEL,
+        help="Speak on a running `omni serve` at URL (e.g. http://127.0.0.1:8000) instead of loading the model.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel=o.DISPLAY,
                                           help="Without a TTY: one stderr line per WorkUnit.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
@@ -94,7 +102,17 @@ def speak(
     request = request_template(seed, max_tokens, voice, mode, handoff, speed)
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
                    allow_truncation=allow_truncation, allow_no_audio=allow_no_audio)
-    outcome, _, view = run_job(job)
+    if server:
+        import os
+
+        from .remote import refuse_local_options, run_remote
+
+        refuse_local_options({"program": program, "model_path": model_path, "dtype": dtype, "device": device,
+                              "placement": placement, "ray_address": ray_address, "replicas": replicas,
+                              "set": overrides, "handoff": handoff, "trace": trace})
+        outcome, _, view = run_remote(job, server, card, os.environ.get("OMNI_API_KEY"))
+    else:
+        outcome, _, view = run_job(job)
     if outcome.utterances or outcome.stopped:  # stopped before any line arrived: say so, and what was removed
         view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)
     exit_with(outcome)

@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -14,13 +14,13 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from ..engine import Engine
 from ..program.compiler import SPEED_RANGE
 from ..spec.stream import RequestDone
-from . import chat, speech
-from .bodies import ModelInfo, decode_body, speech_body
+from . import chat, speech, speech_stream
+from .bodies import STREAMABLE, ModelInfo, decode_body, speech_body
 from .errors import ApiError, server_error
 from .metrics import Metrics
 from .responses import EngineResponse
@@ -65,6 +65,9 @@ class ServeContext:
         self.worker = EngineWorker(engine, concurrency=options.concurrency, max_queue=options.max_queue,
                                    on_event=self._on_event, on_trace=self.metrics.on_trace)
         self.started = time.time()
+        # OpenAI's default response_format is mp3: ours too wherever this libsndfile writes MP3
+        self.default_format_reason = speech.can_write(self, "mp3")
+        self.default_format = "mp3" if self.default_format_reason is None else "wav"
 
     def units_by_role(self, units: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -136,6 +139,8 @@ def endpoint(ctx: ServeContext, name: str, fn):
 
 async def speech_route(ctx: ServeContext, request: Request):
     body = decode_body(speech_body, ctx.info, await read_body(request, ctx.options))
+    if body.response_format is None:
+        body = replace(body, response_format=ctx.default_format)
     reason = speech.can_write(ctx, body.response_format, body.sample_rate)
     if reason is not None:
         raise ApiError(400, f"response_format {body.response_format!r}: {reason}", param="response_format",
@@ -165,7 +170,11 @@ async def models_route(ctx: ServeContext, request: Request):
                              "max_input_chars": card.limits.max_text_chars,
                              "speed_range": list(ctx.info.speed_range) if ctx.info.speed_range else None,
                              "response_formats": [f for f in ("wav", "pcm", "flac", "mp3", "opus")
-                                                  if speech.can_write(ctx, f) is None]}
+                                                  if speech.can_write(ctx, f) is None],
+                             "stream_formats": [f for f in STREAMABLE if speech.can_write(ctx, f) is None],
+                             "default_response_format": ctx.default_format}
+    if ctx.default_format_reason is not None:
+        entry["default_response_format_reason"] = f"not mp3 (OpenAI's default): {ctx.default_format_reason}"
     return JSONResponse({"object": "list", "data": [{"id": name, **entry} for name in ctx.info.names]})
 
 
@@ -200,9 +209,11 @@ class Gate:
                 error = ApiError(431, f"the request headers are {size} bytes, over the server's limit of "
                                       f"{self.max_header_bytes}", code="headers_too_large")
                 return await JSONResponse(error.body(), 431)(scope, receive, send)
-        if self.digest is not None and scope["type"] == "http" and scope["path"] != "/health":
+        if self.digest is not None and scope["type"] in ("http", "websocket") and scope["path"] != "/health":
             given = dict(scope.get("headers", [])).get(b"authorization", b"")
             if not hmac.compare_digest(hashlib.sha256(given).digest(), self.digest):
+                if scope["type"] == "websocket":  # refused before the handshake: the client sees HTTP 403
+                    return await send({"type": "websocket.close", "code": 1008})
                 error = ApiError(401, "missing or wrong API key: send the header 'Authorization: Bearer KEY'",
                                  code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"})
                 return await JSONResponse(error.body(), 401, headers=error.headers)(scope, receive, send)
@@ -221,6 +232,7 @@ def create_app(engine: Engine, card_name: str, options: ServeOptions | None = No
     ctx = ServeContext(engine, card_name, options or ServeOptions())
     routes = [
         Route("/v1/audio/speech", endpoint(ctx, "speech", speech_route), methods=["POST"]),
+        WebSocketRoute("/v1/audio/speech/stream", lambda ws: speech_stream.session(ctx, ws)),
         Route("/v1/chat/completions", endpoint(ctx, "chat", chat_route), methods=["POST"]),
         Route("/v1/audio/voices", endpoint(ctx, "voices", voices_route), methods=["GET"]),
         Route("/v1/models", endpoint(ctx, "models", models_route), methods=["GET"]),

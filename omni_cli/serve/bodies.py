@@ -17,7 +17,7 @@ from ..spec import SpeakRequest, SpecError
 from .errors import ApiError, bad_request, from_engine
 
 SPEECH_FORMATS = ("wav", "pcm", "flac", "mp3", "opus", "aac")
-STREAMABLE = ("wav", "pcm")  # formats whose bytes can go out chunk by chunk
+STREAMABLE = ("wav", "pcm", "flac", "mp3", "opus")  # formats whose bytes can go out chunk by chunk
 MAX_SEED = 2**32 - 1
 MIN_SAMPLE_RATE, MAX_SAMPLE_RATE = 8000, 48000  # a request's `sample_rate`: telephone to studio rates
 MAX_DEPTH = 16  # the deepest body the API defines is 5 levels (a chat message's content part's object)
@@ -44,7 +44,7 @@ class ModelInfo:
 @dataclass(frozen=True)
 class SpeechBody:
     request: SpeakRequest
-    response_format: str
+    response_format: str | None  # None: the server's default
     stream: str | None  # None (whole file), "sse" or "audio"
     sample_rate: int | None = None  # resampled to this rate (Hz); None: the card's own
 
@@ -209,8 +209,8 @@ def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
     check_model(info, get(body, "model", str, required=True))
     text = get(body, "input", str, required=True)
     voice = check_voice(info, body.get("voice"))
-    fmt = get(body, "response_format", str, "wav")
-    if fmt not in SPEECH_FORMATS:
+    fmt = get(body, "response_format", str)  # None: the server's default (mp3, as OpenAI's, where it can)
+    if fmt is not None and fmt not in SPEECH_FORMATS:
         raise bad_request(f"unknown response_format {fmt!r} (supported: wav, pcm, flac, mp3, opus)", "response_format")
     # speed goes to the engine, which applies it where the card can (a sentence voice's length scale) and
     # refuses it, naming the field, where it cannot; 1.0, the default, is the same as leaving it out
@@ -236,8 +236,8 @@ def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
     if stream_format not in (None, "sse", "audio"):
         raise bad_request(f"unknown stream_format {stream_format!r} (supported: sse, audio)", "stream_format")
     stream = "sse" if get(body, "stream", bool, False) else stream_format
-    if stream is not None and fmt not in STREAMABLE:
-        raise bad_request(f"response_format {fmt!r} cannot be streamed; stream wav or pcm, or leave out "
+    if stream is not None and fmt is not None and fmt not in STREAMABLE:
+        raise bad_request(f"response_format {fmt!r} cannot be streamed; stream {', '.join(STREAMABLE)}, or leave out "
                           "stream/stream_format for the whole file", "response_format", "unsupported_value")
     mode = get(body, "mode", str)
     if mode not in (None, "echo", "chat"):

@@ -9,7 +9,7 @@ cancels the engine request, which stops at its next step boundary and refunds it
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -70,6 +70,28 @@ async def send_whole(send: Send, status: int, content_type: str, data: bytes,
 
 async def send_error(send: Send, error: ApiError, headers: dict[str, str] | None = None) -> None:
     await send_whole(send, error.status, "application/json", error.json_bytes(), {**error.headers, **(headers or {})})
+
+
+async def encoded(encoder, samples) -> AsyncIterator[bytes]:
+    """One chunk's bytes as `encoder` makes them. A slow codec (MP3, Opus) runs on a worker thread, where
+    libsndfile releases the GIL, so it holds neither the event loop nor other clients; and in slices, so its
+    first bytes go out before the whole chunk is encoded."""
+    if not encoder.is_slow:
+        data = encoder.encode(samples)
+        if data:
+            yield data
+        return
+    for part in encoder.slices(samples):
+        data = await anyio.to_thread.run_sync(encoder.encode, part)
+        if data:
+            yield data
+
+
+async def finished(encoder) -> bytes:
+    """The encoder's last bytes (off the event loop for a slow codec)."""
+    if not encoder.is_slow:
+        return encoder.finish()
+    return await anyio.to_thread.run_sync(encoder.finish)
 
 
 def sse(payload: dict[str, Any] | str) -> bytes:

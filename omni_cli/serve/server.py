@@ -21,9 +21,14 @@ SWITCH_INTERVAL_S = 0.0005
 
 def uvicorn_config(app, host: str, port: int, options: ServeOptions, log_level: str = "warning") -> uvicorn.Config:
     # h11: the pure-Python parser, the one whose header size we can cap, with the header timeout and the
-    # connection cap added (connections.py). Not uvicorn's limit_concurrency: past it /health is a 503 too
+    # connection cap added (connections.py). Not uvicorn's limit_concurrency: past it /health is a 503 too.
+    # WebSockets (text streamed in) through the `websockets` package, in the serve extra
+    import importlib.util
+
     http = guarded_protocol(options.header_timeout_s, options.max_connections)
-    return uvicorn.Config(app, host=host, port=port, http=http, ws="none", lifespan="on", log_level=log_level,
+    ws = "websockets-sansio" if importlib.util.find_spec("websockets") else "none"
+    return uvicorn.Config(app, host=host, port=port, http=http, ws=ws, ws_max_size=1 << 20, lifespan="on",
+                          log_level=log_level,
                           access_log=False, h11_max_incomplete_event_size=MAX_HEADER_BYTES,
                           timeout_keep_alive=options.keep_alive_s, timeout_graceful_shutdown=5, server_header=False)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from ..audio.encode import can_encode, encode, pcm16_bytes
-from ..audio.pcm import UNKNOWN_SIZE, wav_header
+from ..audio.encode import can_encode, encode
+from ..audio.stream_encoder import StreamEncoder
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus
 from .bodies import SpeechBody
 from .errors import ApiError, from_engine, server_error
-from .responses import Send, send_body, send_error, send_start, send_whole, sse
+from .responses import Send, encoded, finished, send_body, send_error, send_start, send_whole, sse
 from .worker import Ticket
 
 CONTENT_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg"}
@@ -47,7 +47,8 @@ def usage(ctx, done: RequestDone) -> dict[str, Any]:
     text_tokens, codec_tokens = by_role.get("thinker", 0), by_role.get("talker", 0)
     return {"input_tokens": text_tokens, "output_tokens": codec_tokens, "total_tokens": text_tokens + codec_tokens,
             "omni": {"ttfa_s": m.get("ttfa_s"), "latency_s": m.get("latency_s"), "audio_s": m.get("audio_s"),
-                     "work_units": units, "stop_reasons": m.get("stop_reasons", {})}}
+                     "work_units": units, "stop_reasons": m.get("stop_reasons", {}),
+                     "truncated": m.get("truncated") or {}}}
 
 
 def produce(ctx, body: SpeechBody, ticket: Ticket):
@@ -88,18 +89,25 @@ async def _raw(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
     refusal = await accepted(ticket)
     if refusal is not None:
         return await send_error(send, refusal, _headers(ticket))
-    await send_start(send, 200, CONTENT_TYPES[body.response_format], _headers(ticket))
-    if body.response_format == "wav":  # a stream's header: sizes unknown, the data runs to the end
-        await send_body(send, wav_header(ticket.sample_rate, 1, UNKNOWN_SIZE))
-    while True:
-        event = await ticket.events.get()
-        if isinstance(event, AudioChunk):
-            await send_body(send, pcm16_bytes(event.samples))
-        elif isinstance(event, RequestDone):
-            break
-    if event.status is RequestStatus.FINISHED:
-        await send_body(send, b"", more=False)
-    # else: the body is left unterminated, so the client sees a broken transfer, never a short file as whole
+    # each chunk is encoded as it arrives: WAV/PCM as is, FLAC/MP3/Ogg-Opus as the encoder emits frames/pages
+    encoder = StreamEncoder(body.response_format, ticket.sample_rate)
+    try:
+        await send_start(send, 200, CONTENT_TYPES[body.response_format], _headers(ticket))
+        head = encoder.start()  # a wav's stream header: sizes unknown, the data runs to the end
+        if head:
+            await send_body(send, head)
+        while True:
+            event = await ticket.events.get()
+            if isinstance(event, AudioChunk):
+                async for data in encoded(encoder, event.samples):
+                    await send_body(send, data)
+            elif isinstance(event, RequestDone):
+                break
+        if event.status is RequestStatus.FINISHED:
+            await send_body(send, await finished(encoder), more=False)
+        # else: the body is left unterminated, so the client sees a broken transfer, never a short file as whole
+    finally:
+        encoder.close()
 
 
 async def _sse(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
@@ -108,18 +116,25 @@ async def _sse(ctx, body: SpeechBody, ticket: Ticket, send: Send) -> None:
         return await send_error(send, refusal, _headers(ticket))
     await send_start(send, 200, "text/event-stream", _headers(ticket))
     # the deltas joined are the file in response_format: a wav's stream header travels in the first one
-    prefix = wav_header(ticket.sample_rate, 1, UNKNOWN_SIZE) if body.response_format == "wav" else b""
-    while True:
-        event = await ticket.events.get()
-        if isinstance(event, AudioChunk):
-            audio = base64.b64encode(prefix + pcm16_bytes(event.samples)).decode()
-            prefix = b""
-            await send_body(send, sse({"type": "speech.audio.delta", "audio": audio}))
-        elif isinstance(event, RequestDone):
-            break
-    error = ended_badly(event)
-    if error is None:
-        await send_body(send, sse({"type": "speech.audio.done", "usage": usage(ctx, event)}))
-    else:
-        await send_body(send, sse({"type": "error", **error.body()}))
-    await send_body(send, b"", more=False)
+    encoder = StreamEncoder(body.response_format, ticket.sample_rate)
+    try:
+        prefix = encoder.start()
+        while True:
+            event = await ticket.events.get()
+            if isinstance(event, AudioChunk):
+                async for data in encoded(encoder, event.samples):
+                    data, prefix = prefix + data, b""
+                    await send_body(send, sse({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}))
+            elif isinstance(event, RequestDone):
+                break
+        error = ended_badly(event)
+        if error is None:
+            tail = prefix + await finished(encoder)
+            if tail:
+                await send_body(send, sse({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()}))
+            await send_body(send, sse({"type": "speech.audio.done", "usage": usage(ctx, event)}))
+        else:
+            await send_body(send, sse({"type": "error", **error.body()}))
+        await send_body(send, b"", more=False)
+    finally:
+        encoder.close()

@@ -111,7 +111,7 @@ BAD_BODIES = [  # (json body, status, param, code)
     ({"model": CARD, "input": "Hi", "instructions": "whisper"}, 400, "instructions", "unsupported_parameter"),
     ({"model": CARD, "input": "Hi", "response_format": "ogg"}, 400, "response_format", "invalid_value"),
     ({"model": CARD, "input": "Hi", "response_format": "aac"}, 400, "response_format", "unsupported_value"),
-    ({"model": CARD, "input": "Hi", "response_format": "flac", "stream": True}, 400, "response_format", None),
+    ({"model": CARD, "input": "Hi", "response_format": "aac", "stream": True}, 400, "response_format", None),
     ({"model": CARD, "input": "Hi", "stream_format": "mp4"}, 400, "stream_format", "invalid_value"),
     ({"model": CARD, "input": "Hi", "mode": "sing"}, 400, "mode", "invalid_value"),
     ({"model": CARD, "input": "Hi", "temperature": 0.5}, 400, "temperature", "unknown_parameter"),

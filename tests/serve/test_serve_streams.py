@@ -1,0 +1,94 @@
+"""Streamed FLAC, MP3 and Ogg/Opus from `omni serve`, decoded with libsndfile as the bytes arrive, against the WAV path."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from serve_helpers import CARD, MEDIUM_TEXT
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from codec_helpers import decode, similarity  # noqa: E402
+
+# lossy bounds for speech-like audio: MP3 (constant ~64 kbit/s) and Opus (libopus' default) keep its shape
+LOSSY = {"mp3": (0.98, 15.0), "opus": (0.95, 10.0)}  # format -> (correlation, SNR dB) at least
+
+
+def _solo(solo_pcm, voice=None) -> np.ndarray:
+    return np.frombuffer(solo_pcm(MEDIUM_TEXT, voice), "<i2").astype(np.float32) / 32767
+
+
+@pytest.mark.parametrize("fmt", ["flac", "mp3", "opus"])
+def test_a_streamed_codec_decodes_as_it_arrives_and_matches_the_wav_path(server, solo_pcm, fmt):
+    body = {"model": CARD, "input": MEDIUM_TEXT, "response_format": fmt, "stream_format": "audio"}
+    received, decoded_so_far = b"", []
+    with httpx.stream("POST", server.url + "/v1/audio/speech", json=body, timeout=60) as r:
+        assert r.status_code == 200 and "content-length" not in r.headers
+        assert r.headers["content-type"] == {"flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg"}[fmt]
+        for part in r.iter_raw():
+            received += part
+            decoded_so_far.append(len(decode(received)[0]))  # every prefix that arrived is a readable stream
+    assert decoded_so_far == sorted(decoded_so_far)
+    assert sum(1 for n in decoded_so_far[:-1] if n > 0) >= 2  # audio came in pieces before the end
+    solo = _solo(solo_pcm)
+    if fmt == "flac":  # lossless: exactly the WAV path's int16 samples
+        samples, rate = decode(received, "int16")
+        assert rate == 24000 and samples.tobytes() == solo_pcm(MEDIUM_TEXT)
+        return
+    samples, rate = decode(received)
+    assert rate == 24000 and abs(len(samples) - len(solo)) <= 2400  # codec delay and padding, under 0.1 s
+    correlation, snr_db = similarity(samples, solo)
+    assert correlation >= LOSSY[fmt][0] and snr_db >= LOSSY[fmt][1], (correlation, snr_db)
+
+
+def test_sse_deltas_joined_are_the_streamed_opus_file(server, solo_pcm):
+    body = {"model": CARD, "input": MEDIUM_TEXT, "response_format": "opus", "stream": True}
+    r = httpx.post(server.url + "/v1/audio/speech", json=body, timeout=60)
+    events = [json.loads(b[6:]) for b in r.text.split("\n\n") if b.startswith("data: ")]
+    assert events[-1]["type"] == "speech.audio.done" and len(events) > 3
+    data = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+    assert data[:4] == b"OggS"
+    samples, rate = decode(data)
+    correlation, _ = similarity(samples, _solo(solo_pcm))
+    assert rate == 24000 and correlation >= LOSSY["opus"][0]
+
+
+def test_without_a_response_format_the_answer_is_mp3_as_openais(server, solo_pcm):
+    r = httpx.post(server.url + "/v1/audio/speech", json={"model": CARD, "input": MEDIUM_TEXT}, timeout=60)
+    assert r.status_code == 200 and r.headers["content-type"] == "audio/mpeg"
+    samples, rate = decode(r.content)
+    assert rate == 24000 and similarity(samples, _solo(solo_pcm))[0] >= LOSSY["mp3"][0]
+    model = httpx.get(server.url + "/v1/models").json()["data"][0]
+    assert model["default_response_format"] == "mp3"
+    assert set(model["stream_formats"]) == {"wav", "pcm", "flac", "mp3", "opus"}
+
+
+def test_aac_is_refused_naming_the_formats_this_server_writes(server):
+    r = httpx.post(server.url + "/v1/audio/speech", json={"model": CARD, "input": "Hi", "response_format": "aac"})
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["param"] == "response_format"
+    assert "aac" in error["message"] and "mp3, opus" in error["message"]
+
+
+@pytest.mark.parametrize("fmt", ["opus", "mp3"])
+def test_the_openai_client_streams_a_codec_readable_before_the_request_ends(server, solo_pcm, fmt):
+    openai = pytest.importorskip("openai")
+    with openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60) as client:
+        with client.audio.speech.with_streaming_response.create(
+                model=CARD, input=MEDIUM_TEXT, voice="alto", response_format=fmt, stream_format="audio") as response:
+            rid = response.headers["x-request-id"]
+            received, readable_at_s = b"", None
+            for part in response.iter_bytes():
+                at_s = server.engine.now()  # the engine's clock, the one its trace uses
+                received += part
+                if readable_at_s is None and len(decode(received)[0]) > 0:
+                    readable_at_s = at_s
+    # audio the client could decode arrived while the engine was still making the rest
+    assert readable_at_s is not None and readable_at_s < server.trace.phase(rid, "finished").t_s
+    samples, _ = decode(received)
+    assert similarity(samples, _solo(solo_pcm, "alto"))[0] >= LOSSY[fmt][0]

@@ -115,7 +115,7 @@ def _children(pid: int) -> list[tuple[int, str]]:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads child processes from /proc")
 def test_omni_serve_with_a_placed_worker_reports_its_death_on_health():
-    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--port", "0", "--no-warm-up",
+    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--card", "qwen2_5_omni_toy", "--port", "0", "--no-warm-up",
                              "--placement", "vocoder=process"], stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
     try:
         line = proc.stderr.readline()

@@ -24,7 +24,7 @@ TEXT = "Hello from the server."
 @pytest.fixture(scope="module")
 def served():
     """A real `omni serve` (the toy card) on a free port, with an API key; its URL."""
-    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--port", "0", "--no-warm-up",
+    proc = subprocess.Popen([sys.executable, "-m", "omni_cli.cli", "serve", "--card", "qwen2_5_omni_toy", "--port", "0", "--no-warm-up",
                              "--api-key", "sesame"], stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
     try:
         found = re.search(r"on (http://127\.0\.0\.1:\d+) ", proc.stderr.readline())

@@ -150,7 +150,7 @@ def _open_prompts(source: str):
     if source == "-":
         return nullcontext(sys.stdin.buffer)
     try:
-        return open(source, "rb")  # noqa: SIM115 - the caller's `with` closes it
+        return open(source, "rb")  # the caller's `with` closes it
     except OSError as exc:
         raise CliError(f"{source}: {exc.strerror or exc}") from None
 

@@ -60,7 +60,11 @@ def run(
     PROMPTS: one text per line, or JSON objects, one per line, with per-prompt
     fields: {"text": "Hi", "voice": "tenor", "mode": "chat", "max_tokens": 64,
     "handoff": "barrier", "seed": 7}. Sample k of prompt i gets seed
-    SEED + i*K + k (or the prompt's seed + k).
+    SEED + i*K + k (or the prompt's seed + k). Prompts are read as the run
+    needs them, so PROMPTS may be a pipe that never ends (SIGINT or SIGTERM
+    stop it); a line is at most 64 KiB. A file's lines are checked whole
+    before the first sample runs; a prompt the card refuses (an unknown
+    voice) stops the run where it is read, the samples before it kept.
     \b
     DIR gets, per sample, pNNNN_sKKK.npz (behaviour columns per loop, float32
     audio, a JSON header under "meta"), pNNNN_sKKK.wav, and one line in

@@ -45,6 +45,10 @@ def cache_dir(*parts: str, root: Path | None = None) -> Path:
     while not existing.exists() and existing.parent != existing:
         missing.append(existing)
         existing = existing.parent
+    own = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
+    for path in own:  # nothing is made inside a cache folder that is already loose
+        if path.exists():
+            _check_own(path)
     if missing:
         _check_parent(existing)
     for path in reversed(missing):
@@ -54,8 +58,8 @@ def cache_dir(*parts: str, root: Path | None = None) -> Path:
             pass
         except OSError as error:
             raise CacheRefused(f"cannot create cache folder {path}: {error.strerror or error}") from None
-    for depth in range(len(parts) + 1):
-        _check_own(root.joinpath(*parts[:depth]))
+    for path in own:
+        _check_own(path)
     return folder
 
 

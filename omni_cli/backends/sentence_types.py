@@ -75,6 +75,10 @@ class FrameChunkInput:
 class PhonemizerModel(Component, Protocol):
     """run(TEXT_SPLIT, [text]) -> [SplitText]; run(SENTENCE, [sentence text]) -> [ReadSentence]."""
 
+    def unreadable(self, text: str) -> str | None:
+        """Why the phonemizer can read nothing in `text` (bad input, refused before the request runs), or None."""
+        return None
+
 
 class AcousticModel(Component, Protocol):
     """run(SENTENCE, [FramesInput]) -> [float32 frames, channels x num_frames]."""

@@ -87,6 +87,14 @@ def run(click_main, argv: list[str], prog_name: str, debug: bool, **extra) -> in
         error_line(one_line(exc.format_message()) + hint)
         return getattr(exc, "exit_code", USAGE)
     except Exception as exc:
+        from ..audio.errors import OutputClosed
+
+        if isinstance(exc, (OutputClosed, BrokenPipeError)):  # the reader left before the run began (`| true`)
+            from .errors import PIPE_CLOSED
+            from .runner import quiet_stdout
+
+            quiet_stdout()
+            return PIPE_CLOSED
         if debug:
             import traceback
 

@@ -58,32 +58,39 @@ def run(
     PROMPTS: one text per line, or JSON objects, one per line, with per-prompt
     fields: {"text": "Hi", "voice": "tenor", "mode": "chat", "max_tokens": 64,
     "handoff": "barrier", "seed": 7}. Sample k of prompt i gets seed
-    SEED + i*K + k (or the prompt's seed + k).
+    SEED + i*K + k (or the prompt's seed + k). Prompts are read as the run
+    needs them, so PROMPTS may be a pipe that never ends (SIGINT or SIGTERM
+    stop it); a line is at most 64 KiB. A file's lines are checked whole
+    before the first sample runs; a prompt the card refuses (an unknown
+    voice) stops the run where it is read, the samples before it kept.
     \b
     DIR gets, per sample, pNNNN_sKKK.npz (behaviour columns per loop, float32
     audio, a JSON header under "meta"), pNNNN_sKKK.wav, and one line in
     rollout.jsonl. Progress goes to stderr. Exit 1 if any sample failed.
     """
-    from ..rollout import parse_prompts, rollout
-    from .session import ModelOptions, open_engine
+    from ..rollout.prompts import PromptError, iter_prompts, read_lines
+    from .session import ModelOptions
 
-    try:
-        parsed = parse_prompts(_read_prompts(prompts), prompts if prompts != "-" else "<stdin>")
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-    if not parsed:
+    name, count = prompts if prompts != "-" else "<stdin>", None
+    with _open_prompts(prompts) as stream:
+        if _is_file(stream):  # a file is read through once first: a bad line stops the run before any output
+            try:
+                count = sum(1 for _ in iter_prompts(read_lines(stream, name), name))
+            except PromptError as exc:
+                raise CliError(str(exc)) from None
+            if not count:
+                raise CliError(f"{prompts}: no prompts (every line is empty)")
+            stream.seek(0)
+        saved = _run(stream, name, _out_dir(Path(out), force),
+                     ModelOptions(card, program, policy.value,
+                                  {"model_path": model_path, "dtype": dtype, "device": device},
+                                  placement, ray_address),
+                     samples=samples, num_prompts=count, seed=seed, concurrency=concurrency, quiet=quiet,
+                     defaults={"mode": mode.value if mode else None, "voice": voice, "max_tokens": max_tokens,
+                               "handoff": handoff.value if handoff else None})
+    if not saved:
         raise CliError(f"{prompts}: no prompts (every line is empty)")
-    target = _out_dir(Path(out), force)
-    engine = open_engine(ModelOptions(card, program, policy.value,
-                                      {"model_path": model_path, "dtype": dtype, "device": device},
-                                      placement, ray_address))
-    defaults = {"mode": mode.value if mode else None, "voice": voice, "max_tokens": max_tokens,
-                "handoff": handoff.value if handoff else None}
-    try:
-        saved = rollout(engine, parsed, samples, target, seed=seed, concurrency=concurrency, defaults=defaults,
-                        on_sample=None if quiet else _progress)
-    finally:
-        engine.close()  # workers, processes and Ray actors go with the run
+    target = Path(out)
     failed = [info for info in saved if info.status != "finished"]
     if not quiet:
         _stderr(f"{len(saved)} samples in {target}/ ({len(saved) - len(failed)} finished, {len(failed)} not)")
@@ -119,16 +126,46 @@ def score(
                                                                   "device": device}, concurrency, tolerance, force)
 
 
-def _read_prompts(source: str) -> list[str]:
+def _run(stream, name: str, target: Path, model, *, samples: int, num_prompts: int | None, seed: int, concurrency: int, quiet: bool,
+         defaults: dict) -> list:
+    """The run, its prompts read from `stream` as it needs them (a pipe that never ends takes bounded memory;
+    SIGTERM and SIGINT end it at once, as at start-up)."""
+    from ..rollout import rollout
+    from ..rollout.prompts import PromptError, iter_prompts, read_lines
+    from .session import open_engine
+
+    engine = open_engine(model)
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        return rollout(engine, iter_prompts(read_lines(stream, name), name), samples, target, seed=seed,
+                       concurrency=concurrency, defaults=defaults, on_sample=None if quiet else _progress,
+                       num_prompts=num_prompts)
+    except PromptError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        engine.close()  # workers, processes and Ray actors go with the run
+
+
+def _open_prompts(source: str):
+    """The prompts as a binary stream (stdin for `-`), read line by line."""
+    from contextlib import nullcontext
+
+    if source == "-":
+        return nullcontext(sys.stdin.buffer)
+    try:
+        return open(source, "rb")  # the caller's `with` closes it
     except OSError as exc:
         raise CliError(f"{source}: {exc.strerror or exc}") from None
+
+
+def _is_file(stream) -> bool:
+    """A regular file (read twice: checked, then run), not a pipe, a terminal or a device such as /dev/zero."""
+    import os
+    import stat
+
     try:
-        return data.decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise CliError(f"{source}:{line}: not UTF-8") from None
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _out_dir(path: Path, force: bool) -> Path:
@@ -148,7 +185,7 @@ def _out_dir(path: Path, force: bool) -> Path:
 
 def _progress(info) -> None:
     tokens = ", ".join(f"{loop} {n}" for loop, n in info.num_tokens.items())
-    _stderr(f"[{info.done}/{info.total}] {info.path.stem} seed {info.seed}: {info.status} ({tokens} tokens)")
+    _stderr(f"[{info.done}/{info.total if info.total is not None else '?'}] {info.path.stem} seed {info.seed}: {info.status} ({tokens} tokens)")
 
 
 def _stderr(line: str) -> None:

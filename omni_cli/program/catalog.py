@@ -64,7 +64,7 @@ def load_card_file(name_or_path: str, overrides: Mapping[str, Any] | None = None
     try:
         return load_card(apply_overrides(located, (overrides or {}).items()))
     except SpecError as exc:
-        raise SpecError(attributed(exc.issues, located.file, overrides or {})) from None
+        raise SpecError(attributed(exc.issues, located.file, overrides or {}, located.lines)) from None
 
 
 def load_program_file(name_or_path: str) -> ProgramSpec:
@@ -121,5 +121,5 @@ def load_checked(card: str, program: str | None = None,
                 check_against_card(program_spec, card_spec, program_issues, structure_valid=not program_issues.issues)
             issues = issues + program_issues.issues
     if issues:
-        raise SpecError(attributed(issues, located.file, overrides or {}))
+        raise SpecError(attributed(issues, located.file, overrides or {}, located.lines))
     return card_spec, program_spec

@@ -7,15 +7,20 @@ from typing import Any
 from ..backends.sentence_types import SentenceFrames, SentencePhonemes
 from ..loops.channel import Channel
 from ..loops.sentences import SentenceFeed
-from ..spec import clean_text
+from ..spec import SpecError, SpecIssue, clean_text
 from ..spec.stream import Notice, TextPiece
 from .ops import RequestContext, _op
 
 
 @_op("check_text", reads=("text",), makes="clean_text")
 def check_text(ctx: RequestContext, inputs: list[Any], mode: str) -> str:
-    """The request's text, control characters dropped; empty text or text over the card's limit is refused."""
-    return clean_text(inputs[0], ctx.card.limits.max_text_chars)
+    """The request's text, control characters dropped; empty text, text over the card's limit and text with
+    nothing the phonemizer can read (punctuation only, another script) are refused before anything runs."""
+    text = clean_text(inputs[0], ctx.card.limits.max_text_chars)
+    why = ctx.roles["phonemizer"].unreadable(text)
+    if why is not None:
+        raise SpecError([SpecIssue("<request>", None, "text", why)])
+    return text
 
 
 @_op("phonemes_to_frames", reads=("phoneme_stream",), makes="phoneme_feed", handoff=True)

@@ -12,6 +12,8 @@ import hashlib
 import json
 import platform
 import sys
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -21,6 +23,7 @@ import numpy as np
 from numpy import load as read_npz  # by name: tests/test_spec_safety.py flags every `.load`
 
 from .. import __version__
+from ..loops.recorder import AR_COLUMNS, AUDIO_COLUMNS
 
 FORMAT = "omni-rollout/1"
 META_KEY = "meta"  # a 0-d unicode array holding the sample's JSON header (loads without pickle)
@@ -74,11 +77,53 @@ def load_sample(path: str | Path) -> Sample:
                     loop, name = key.split("/", 1)
                     loops.setdefault(loop, {})[name] = data[key]
             audio = data[AUDIO_KEY]
-    except (OSError, KeyError, ValueError, json.JSONDecodeError) as exc:
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:  # cut short, or not one
         raise ValueError(f"{path}: not a rollout sample ({' '.join(str(exc).split()) or type(exc).__name__})") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise ValueError(f"{path}: format {found!r}, expected {FORMAT!r}")
+    problem = _meta_problem(meta) or _columns_problem(loops, audio)
+    if problem:
+        raise ValueError(f"{path}: not a rollout sample ({problem})")
     return Sample(meta, loops, audio, path)
+
+
+# what the header must hold for re-scoring (key: allowed types), and what each column must be
+_REQUEST = {"text": (str,), "seed": (int,), "mode": (str, type(None)), "voice": (str, type(None)),
+            "handoff": (str, type(None)), "max_tokens": (int, type(None))}
+_KINDS = {np.int64: "i", np.float64: "f", np.bool_: "b"}
+
+
+def _meta_problem(meta: dict[str, Any]) -> str | None:
+    for key, kind in (("request", dict), ("card", dict), ("program", dict), ("settings", dict), ("backend", str)):
+        if not isinstance(meta.get(key), kind):
+            return f"its header's {key} is missing or not a {'mapping' if kind is dict else 'string'}"
+    for key, kinds in _REQUEST.items():
+        value = meta["request"].get(key)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            return f"its header's request.{key} is missing or of the wrong type"
+    for part in ("card", "program"):
+        if not isinstance(meta[part].get("source"), str):
+            return f"its header's {part}.source is missing or not a string"
+    return None
+
+
+def _columns_problem(loops: dict[str, dict[str, np.ndarray]], audio: np.ndarray) -> str | None:
+    if audio.ndim != 1 or audio.dtype.kind != "f":
+        return f"{AUDIO_KEY} is {audio.dtype} of shape {audio.shape}, not a float vector"
+    for loop, cols in loops.items():
+        spec = AR_COLUMNS if "token" in cols else AUDIO_COLUMNS
+        lengths = set()
+        for name, dtype in spec.items():
+            column = cols.get(name)
+            if column is None:
+                return f"{loop}/{name} is missing"
+            if column.ndim != 1 or column.dtype.kind != _KINDS[dtype]:
+                return f"{loop}/{name} is {column.dtype} of shape {column.shape}, not a vector of {np.dtype(dtype)}"
+            lengths.add(len(column))
+        if len(lengths) > 1:
+            return f"{loop}'s columns differ in length ({', '.join(map(str, sorted(lengths)))})"
+    return None
 
 
 def load_run(directory: str | Path) -> list[Sample]:

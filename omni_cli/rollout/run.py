@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections import deque
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ class SampleInfo:
     path: Path
     num_tokens: dict[str, int]
     done: int  # samples saved so far, this one included
-    total: int
+    total: int | None  # None: prompts still being read (a pipe)
 
 
 def sample_name(prompt_index: int, sample_index: int) -> str:
@@ -45,28 +45,35 @@ def sample_seed(prompt: Prompt, prompt_index: int, sample_index: int, samples: i
     return (base + sample_index) % 2**32
 
 
-def rollout(engine: Engine, prompts: Sequence[Prompt], samples: int, out_dir: Path, *, seed: int = 0,
+def rollout(engine: Engine, prompts: Iterable[Prompt], samples: int, out_dir: Path, *, seed: int = 0,
             concurrency: int = 8, defaults: dict[str, Any] | None = None,
-            on_sample: Callable[[SampleInfo], None] | None = None) -> list[SampleInfo]:
+            on_sample: Callable[[SampleInfo], None] | None = None, num_prompts: int | None = None) -> list[SampleInfo]:
     """Run `samples` samples of every prompt (up to `concurrency` at once) and save each to `out_dir`.
 
-    Every request is checked (text, voice, …) before the first one runs: a bad prompt raises SpecError
-    and nothing is written. Returns one SampleInfo per sample, in the order they finished. It drives
-    `engine` and reads its events: give it an engine of its own.
+    Each request is checked (text, voice, …) before it runs: a bad prompt raises SpecError. A sequence of
+    prompts is checked whole before the first one runs, so nothing is written; any other iterable (a pipe's
+    lines) is read as the run needs it, so an endless one takes bounded memory, and a bad prompt stops the run
+    there, the samples saved before it kept (`num_prompts`: how many it holds, where the caller knows, for the
+    progress's total). Returns one SampleInfo per sample, in the order they finished.
+    It drives `engine` and reads its events: give it an engine of its own.
     """
-    jobs: deque[tuple[int, int, SpeakRequest]] = deque()
-    for i, prompt in enumerate(prompts):
-        for k in range(samples):
-            jobs.append((i, k, prompt.request(sample_seed(prompt, i, k, samples, seed), **(defaults or {}))))
-        engine.program.wire("check", jobs[-1][2], lambda event: None)  # a bad prompt fails before any output
-    total, saved = len(jobs), []
+    jobs = _requests(engine, prompts, samples, seed, defaults or {})
+    total = None if num_prompts is None else num_prompts * samples
+    if isinstance(prompts, Sequence):
+        listed = list(jobs)
+        jobs, total = iter(listed), len(listed)
+    first = next(jobs, None)  # a bad first prompt fails before any file
+    jobs = itertools.chain([first] if first is not None else [], jobs)
+    saved: list[SampleInfo] = []
     active: dict[str, tuple[int, int, SpeakRequest, RequestHandle]] = {}
     with open(out_dir / MANIFEST, "w", encoding="utf-8") as manifest:
-        while jobs or active:
-            while jobs and len(active) < concurrency:
-                i, k, request = jobs.popleft()
+        while True:
+            while len(active) < concurrency and (job := next(jobs, None)) is not None:
+                i, k, request = job
                 handle = engine.submit(request, collect=True)
                 active[handle.request_id] = (i, k, request, handle)
+            if not active:
+                return saved
             engine.step()
             for event in engine.poll():
                 if isinstance(event, RequestDone) and event.request_id in active:
@@ -77,11 +84,20 @@ def rollout(engine: Engine, prompts: Sequence[Prompt], samples: int, out_dir: Pa
                     saved.append(info)
                     if on_sample is not None:
                         on_sample(info)
-    return saved
+
+
+def _requests(engine: Engine, prompts: Iterable[Prompt], samples: int, seed: int,
+              defaults: dict[str, Any]) -> Iterator[tuple[int, int, SpeakRequest]]:
+    """(prompt index, sample index, request) for every sample, each prompt checked as it is read."""
+    for i, prompt in enumerate(prompts):
+        requests = [prompt.request(sample_seed(prompt, i, k, samples, seed), **defaults) for k in range(samples)]
+        engine.program.wire("check", requests[-1], lambda event: None)  # a bad prompt fails before it runs
+        for k, request in enumerate(requests):
+            yield i, k, request
 
 
 def _save(program: CompiledProgram, request: SpeakRequest, handle: RequestHandle, done: RequestDone,
-          index: tuple[int, int], out_dir: Path, count: int, total: int) -> SampleInfo:
+          index: tuple[int, int], out_dir: Path, count: int, total: int | None) -> SampleInfo:
     result, (i, k) = handle.result(), index
     meta = sample_meta(program, request, i, k)
     meta.update(status=done.status.value, error=done.error, stop_reasons=done.metrics.get("stop_reasons"),

@@ -65,14 +65,25 @@ def apply_overrides(src: Located, overrides: Iterable[tuple[str, object]]) -> Lo
     return Located(value, src.file, dict(src.lines), list(src.issues))
 
 
-def attributed(issues: list[SpecIssue], file: str, keys: Iterable[str]) -> list[SpecIssue]:
+def attributed(issues: list[SpecIssue], file: str, keys: Iterable[str],
+               in_file: Iterable[str] | None = None) -> list[SpecIssue]:
     """The card's issues with those about a key set from the command line (or a part of it) named as
-    `--set`'s: the line the file has for that key is not where the value came from."""
+    `--set`'s: the line the file has for that key is not where the value came from. `in_file`: the dotted keys
+    the file has (`Located.lines`); with it, an issue about a mapping `--set` made (a typo in a parent key:
+    `loop.x=1`, `loops.vocodr.chunk_codes=4`) or about a key inside one is `--set`'s too."""
     keys = tuple(keys)
+    present = None if in_file is None else set(in_file)
+
+    def made_by_set(key: str, given_key: str) -> bool:
+        shared = []
+        for a, b in zip(key.split("."), given_key.split("."), strict=False):
+            if a != b:
+                break
+            shared.append(a)
+        return bool(shared) and ".".join(shared) not in present
 
     def given(key: str) -> bool:
-        return any(key == k or key.startswith(k + ".") for k in keys)
+        return any(key == k or key.startswith(k + ".") or (present is not None and made_by_set(key, k)) for k in keys)
 
     return [SpecIssue(SOURCE, None, i.key, i.message) if i.file == file and i.key and given(i.key) else i
             for i in issues]
-

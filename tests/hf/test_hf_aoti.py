@@ -3,6 +3,7 @@ and what a stopped build left."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,111 @@ def test_the_key_changes_with_the_material_and_the_threads():
     one = aoti.key_of({"form": "masks"}, 1)
     assert one == aoti.key_of({"form": "masks"}, 1) and len(one) == 20
     assert len({one, aoti.key_of({"form": "blocks"}, 1), aoti.key_of({"form": "masks"}, 2)}) == 3
+
+
+# A library whose loading has an effect we can see: its constructor writes MARKER. dlopen runs constructors,
+# so the marker's absence proves a planted file was never loaded.
+PLANTED_C = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) { FILE *f = fopen(MARKER, "w"); if (f) fclose(f); }
+"""
+
+
+def _library(tmp_path: Path, name: str, marker: Path) -> Path:
+    import shutil
+    import subprocess
+
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc to make a shared library")
+    source = tmp_path / f"{name}.c"
+    source.write_text(PLANTED_C)
+    out = tmp_path / f"{name}.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", f'-DMARKER="{marker}"', "-o", str(out), str(source)], check=True)
+    return out
+
+
+def test_a_planted_library_is_never_loaded_and_is_built_again_with_a_line_naming_it(tmp_path):
+    from omni_cli.cache import CacheRefused
+
+    marker = tmp_path / "planted-ran"
+    planted = _library(tmp_path, "planted", marker)
+    root = tmp_path / "cache"
+    folder = root / "parts"
+    folder.mkdir(parents=True, mode=0o700)
+    path = folder / "fn-k1.so"
+    path.write_bytes(planted.read_bytes())  # another's file at the very name omni would load
+    said, built_ = [], []
+
+    def build(library: Path) -> None:
+        built_.append(library)
+        library.write_bytes(b"omni's own library")
+
+    assert aoti.built("parts", "fn", "k1", build, root=root, on_distrust=lambda p, why: said.append((p, why))) == path
+    assert said == [(path, "it has no digest")] and built_ == [path]
+    assert path.read_bytes() == b"omni's own library" and not marker.exists()
+    path.write_bytes(planted.read_bytes())  # swapped in after omni recorded its digest
+    with pytest.raises(CacheRefused, match="was not made by omni"):
+        aoti.CompiledFile(path, {})
+    assert not marker.exists()
+    assert aoti.built("parts", "fn", "k1", build, root=root, on_distrust=lambda p, why: said.append((p, why))) == path
+    assert said[-1] == (path, "its digest does not match") and path.read_bytes() == b"omni's own library"
+    assert not marker.exists()
+
+
+def test_the_marker_shows_a_load_so_its_absence_means_something(tmp_path):
+    from omni_cli import cache
+
+    marker = tmp_path / "planted-ran"
+    library = tmp_path / "lib.so"
+    library.write_bytes(_library(tmp_path, "planted", marker).read_bytes())
+    cache.record(library)  # as if omni had made it: then it is loaded (and is no AOTInductor library)
+    with pytest.raises(AttributeError):
+        aoti.CompiledFile(library, {})
+    assert marker.exists()
+
+
+def test_a_library_cut_short_is_built_again_not_loaded(tmp_path):
+    builds = []
+
+    def build(library: Path) -> None:
+        builds.append(library)
+        library.write_bytes(b"\x7fELF" + b"x" * 4096)
+
+    path = aoti.built("parts", "fn", "k1", build, root=tmp_path)
+    path.write_bytes(path.read_bytes()[:100])  # a crash between write and rename, a partial copy
+    said = []
+    assert aoti.built("parts", "fn", "k1", build, root=tmp_path, on_distrust=lambda p, why: said.append(why)) == path
+    assert said == ["its digest does not match"] and len(builds) == 2 and path.stat().st_size == 4100
+
+
+@pytest.mark.parametrize("loose", ["others_write", "sticky_not_enough_for_the_cache"])
+def test_a_cache_folder_others_can_write_is_refused(tmp_path, loose):
+    from omni_cli.cache import CacheRefused
+
+    root = tmp_path / "cache"
+    root.mkdir()
+    os.chmod(root, 0o777 if loose == "others_write" else 0o1777)
+    with pytest.raises(CacheRefused, match="writable by other users"):
+        aoti.built("parts", "fn", "k1", lambda p: p.write_bytes(b"x"), root=root)
+    assert not (root / "parts").exists()
+
+
+def test_a_cache_folder_another_user_owns_is_refused(tmp_path):
+    import pwd
+    import subprocess
+
+    from omni_cli.cache import CacheRefused
+
+    if os.getuid() != 0:
+        pytest.skip("needs root to give a folder to another user")
+    name = "omni-cache-other"
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        if subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name]).returncode:
+            pytest.skip("useradd failed")
+    root = tmp_path / "cache"
+    (root / "parts").mkdir(parents=True, mode=0o700)
+    os.chown(root, pwd.getpwnam(name).pw_uid, -1)
+    with pytest.raises(CacheRefused, match="owned by another user"):
+        aoti.built("parts", "fn", "k1", lambda p: p.write_bytes(b"x"), root=root)

@@ -60,7 +60,8 @@ def test_the_first_load_builds_into_the_cache_and_says_so_the_next_only_loads(fr
     files = sorted(directory.iterdir())
     paths = first.ahead.paths
     assert sorted(paths) == ["blocks", "masks"]  # the card's two forms: masks under 5 blocks, blocks from there
-    assert {f.name for f in files} == {p.name for p in paths.values()} | {p.stem + ".lock" for p in paths.values()}
+    assert {f.name for f in files} == ({p.name for p in paths.values()} | {p.stem + ".lock" for p in paths.values()}
+                                      | {p.name + ".sha256" for p in paths.values()})  # each file's digest beside it
     for form, path in paths.items():  # no partial file left; the code, not the weights (handed over at load)
         assert path.name.startswith(f"velocity-{form}-") and path.suffix == ".so"
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o644 and 0 < path.stat().st_size < 20 << 20

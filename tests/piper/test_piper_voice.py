@@ -91,10 +91,13 @@ def test_sentences_stream_and_unreadable_characters_are_dropped_with_a_warning(v
     assert all(e.sample_rate == 22050 for e in events if isinstance(e, AudioChunk))
 
 
-def test_text_with_nothing_readable_fails_with_one_line(voice):
-    result = run_alone(voice, SpeakRequest("你好 ☃", seed=1))
-    assert result.status.value == "failed"
-    assert "no word the phonemizer can read" in result.error and "你好" in result.error
+def test_text_with_nothing_readable_is_refused_before_it_runs(voice):
+    from omni_cli.engine import Engine
+    from omni_cli.spec import SpecError
+
+    with pytest.raises(SpecError, match="no word the voice can read") as refused:  # bad input: exit 2, HTTP 400
+        Engine(voice).submit(SpeakRequest("你好 ☃", seed=1))
+    assert "你好" in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_the_recogniser_finds_the_words_of_a_clear_sentence(voice):

@@ -10,7 +10,10 @@ AOTInductor, such a function is one C++ call. Two things make that usable in a c
   configuration, a format version). Weights are not in it: the file is compiled with its constants left
   out (`package_constants_in_so: False`) and each load hands it the loaded model's own tensors by reference.
   One process builds a key at a time (a lock beside the file); it is written under a temporary name and
-  renamed, so a file in the cache is always whole.
+  renamed, and its digest recorded beside it (omni_cli/cache.py). The cache trusts nothing it cannot prove it
+  made: its folders must be private (`cache.CacheRefused` otherwise: the caller runs the part eager), and a
+  file whose digest is missing or wrong (planted, cut short, edited) is never loaded: it is removed and built
+  again, and the caller told which file it was.
 - **Run through its C interface, not torch's binding.** torch 2.13's `AOTIModelPackageLoader.run` holds the
   GIL for the whole call, and its container holds one model, so the vocoder's row threads would take turns.
   `CompiledFile` opens the library with ctypes (which lets the GIL go during a foreign call) and makes a
@@ -37,16 +40,9 @@ from typing import Any
 
 import torch
 
-CACHE_ENV = "OMNI_CLI_CACHE"
+from omni_cli import cache
+from omni_cli.cache import CACHE_ENV, CacheRefused, cache_root  # noqa: F401 - this module's callers use them
 
-
-def cache_root() -> Path:
-    """Where omni_cli keeps what it builds once per machine: $OMNI_CLI_CACHE, else $XDG_CACHE_HOME/omni_cli,
-    else ~/.cache/omni_cli."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "omni_cli"
 
 
 @functools.cache
@@ -109,21 +105,31 @@ def _without_torch_deprecations() -> Iterator[None]:
 
 
 def built(directory: str, name: str, key: str, build: Callable[[Path], None],
-          on_build: Callable[[Path], None] = lambda path: None, root: Path | None = None) -> Path:
-    """The library `name`-`key`.so in the cache's `directory`: there already, or made now by `build(path)`
-    (`on_build(path)` first, so a caller can say it is compiling). One process builds a key at a time; what a
-    build that was stopped left (a process ended at once by Ctrl-C while loading, or killed) is removed by the
-    next one, which holds the key's lock, so nothing else can be writing it."""
-    folder = (root or cache_root()) / directory
+          on_build: Callable[[Path], None] = lambda path: None, root: Path | None = None,
+          on_distrust: Callable[[Path, str], None] = lambda path, why: None) -> Path:
+    """The library `name`-`key`.so in the cache's `directory`: there already with the digest omni recorded, or
+    made now by `build(path)` (`on_build(path)` first, so a caller can say it is compiling) and recorded. A
+    file at that name that omni cannot prove it made (no digest, or one its bytes do not match) is removed
+    and built again, `on_distrust(path, why)` first. One process builds a key at a time; what a build that
+    was stopped left (a process ended at once by Ctrl-C while loading, or killed) is removed by the next one,
+    which holds the key's lock, so nothing else can be writing it. Raises `CacheRefused` for a cache folder
+    others can write or another user owns."""
+    folder = cache.cache_dir(directory, root=root)
     path = folder / f"{name}-{key}.so"
-    if not path.exists():
-        on_build(path)
-        folder.mkdir(parents=True, exist_ok=True)
-        with _locked(folder / f"{name}-{key}.lock"):
-            if not path.exists():
-                for stale in folder.glob(f"{name}-{key}.partial-*"):
-                    shutil.rmtree(stale, ignore_errors=True)
-                build(path)
+    if cache.verified(path):
+        return path
+    on_build(path)
+    with _locked(folder / f"{name}-{key}.lock"):
+        if cache.verified(path):  # another process built it while this one waited
+            return path
+        if path.exists() or cache.digest_path(path).exists():
+            why = "its digest does not match" if cache.digest_path(path).exists() else "it has no digest"
+            on_distrust(path, why)
+            cache.discard(path)
+        for stale in folder.glob(f"{name}-{key}.partial-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        build(path)
+        cache.record(path)
     return path
 
 
@@ -167,6 +173,9 @@ class CompiledFile:
 
     def __init__(self, library: Path, constants: dict[str, torch.Tensor], models: int = 1):
         self.path = library
+        if not cache.verified(library):  # never run code omni cannot prove it compiled
+            raise CacheRefused(f"{library} was not made by omni (no digest beside it, or one its bytes do not "
+                               "match); not loading it")
         lib = ctypes.CDLL(str(library))
         c = ctypes
         handle = c.c_void_p()

@@ -97,13 +97,15 @@ def export_activation(module: FusedActivation, channels: int, library: Path) -> 
 
 
 def load_or_build(fir: _FirActivation, threads: int, on_build: Callable[[Path], None] = lambda path: None,
-                  root: Path | None = None, models: int = 1) -> aoti.CompiledFile:
-    """The compiled activation for `fir`'s filters and `threads`: from the cache, or built now (about 10-15 s
-    on a small machine) and kept; `models`: threads that may run it at once."""
+                  root: Path | None = None, models: int = 1,
+                  on_distrust: Callable[[Path, str], None] = lambda path, why: None) -> aoti.CompiledFile:
+    """The compiled activation for `fir`'s filters and `threads`: from the cache when omni made the file there,
+    or built now (about 10-15 s on a small machine) and kept (aoti.built: `on_distrust`); `models`: threads
+    that may run it at once."""
     module = FusedActivation(fir)
     key = aoti.key_of(module.material(), threads)
     path = aoti.built("bigvgan-ahead-of-time", "activation", key,
-                      lambda library: export_activation(module, 4, library), on_build, root)
+                      lambda library: export_activation(module, 4, library), on_build, root, on_distrust)
     return aoti.CompiledFile(path, {}, models)
 
 

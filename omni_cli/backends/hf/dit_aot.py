@@ -166,12 +166,14 @@ def forms_for(dit: Any, blocked_from: int) -> list[str]:
 
 def load_or_build(dit: Any, threads: int, example: Callable[[str], list[torch.Tensor]], forms: list[str],
                   on_build: Callable[[Path], None] = lambda path: None, root: Path | None = None,
-                  models: int = 1) -> DiTAheadOfTime:
+                  models: int = 1,
+                  on_distrust: Callable[[Path, str], None] = lambda path, why: None) -> DiTAheadOfTime:
     """The compiled velocity in each of `forms` for this DiT and thread count: from the cache when it holds the
-    file, else built now (`on_build(path)` first: tens of seconds each on a small machine) and kept
-    (aoti.built); `example(form)` gives the inputs to export from; `models`: threads that may run it at once."""
+    file omni made, else built now (`on_build(path)` first: tens of seconds each on a small machine) and kept
+    (aoti.built, which calls `on_distrust(path, why)` for a file there it did not make); `example(form)` gives
+    the inputs to export from; `models`: threads that may run it at once."""
     files = {form: aoti.built("dit-ahead-of-time", f"velocity-{form}", package_key(dit, threads, form),
                               lambda library, form=form: export_velocity(dit, form, example(form), library),
-                              on_build, root)
+                              on_build, root, on_distrust)
              for form in forms}
     return DiTAheadOfTime(dit, files, models)

@@ -30,6 +30,7 @@ import torch
 
 from omni_cli.backends.base import AUDIO_CHUNK, LoadReporter, LoadStep, VocoderChunkInput, VocoderChunkOutput, no_report
 from omni_cli.backends.hf import aoti, bigvgan_aot
+from omni_cli.cache import CacheRefused
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN
 from omni_cli.backends.hf.dit import DiTCompile, ODESettings, TimeModulation, sample_window, speaker_features
@@ -150,8 +151,8 @@ class HFVocoder:
         if params.bigvgan_ahead_of_time and bigvgan_aot.applies(self.vocode):
             fir = self.vocode.post
             self.bigvgan_ahead = self._ahead_of_time(
-                "BigVGAN", on_load, lambda building: bigvgan_aot.load_or_build(
-                    fir, self.threads.count, building, models=self.rows.count))
+                "BigVGAN", on_load, lambda building, distrusted: bigvgan_aot.load_or_build(
+                    fir, self.threads.count, building, models=self.rows.count, on_distrust=distrusted))
             if self.bigvgan_ahead is not None:
                 file = self.bigvgan_ahead
                 self.vocode.use(lambda act: bigvgan_aot.CompiledActivation(act, file))
@@ -165,8 +166,9 @@ class HFVocoder:
                 return example_inputs(self.dit, voice.cond, self._voice_features(voice), self.ode, self.steps, form)
 
             forms = forms_for(self.dit, self.blocked_from)
-            self.ahead = self._ahead_of_time("DiT", on_load, lambda building: load_or_build(
-                self.dit, self.threads.count, example, forms, building, models=self.rows.count))
+            self.ahead = self._ahead_of_time("DiT", on_load, lambda building, distrusted: load_or_build(
+                self.dit, self.threads.count, example, forms, building, models=self.rows.count,
+                on_distrust=distrusted))
         self.compiled: DiTCompile | None = None  # the DiT's velocity compiled (dit_compile), else eager
         # (where the files compiled ahead of time loaded, they run every window with two rows or more: not this)
         if params.dit_compile and loaded.device.type == "cpu" and self.ahead is None:  # measured on a CPU only
@@ -178,15 +180,24 @@ class HFVocoder:
             self.compiled = compiled
 
     def _ahead_of_time(self, part: str, on_load: LoadReporter, make: Any) -> Any:
-        """`make(building)`: a part's file from the cache, or built now (`building(path)` says so and where it
-        goes). A machine where it cannot be built or loaded (no C++ compiler for inductor) runs the part eager,
-        as without it, and the load says why (kept in `ahead_failed`)."""
+        """`make(building, distrusted)`: a part's file from the cache, or built now (`building(path)` says so and
+        where it goes; `distrusted(path, why)` names a file there omni did not make, removed and built again). A
+        machine where it cannot be built or loaded (no C++ compiler for inductor), or a cache folder others can
+        write, runs the part eager, as without it, and the load says why in one line (kept in `ahead_failed`)."""
         def building(path) -> None:
             on_load(LoadStep(f"compiling the {part} ahead of time, once for this machine (into {path.parent})"))
 
+        def distrusted(path, why: str) -> None:
+            on_load(LoadStep(f"not loading {path}: omni did not make it ({why}); building it again", note=True))
+
         try:
             with intra_op_threads(self.threads.count):  # the loops are made for the count they run with
-                return make(building)
+                return make(building, distrusted)
+        except CacheRefused as error:  # one line for the cache, however many parts it refuses
+            if str(error) not in self.ahead_failed.values():
+                on_load(LoadStep(f"compiled parts run uncompiled: {error}", note=True))
+            self.ahead_failed[part] = str(error)
+            return None
         except Exception as error:  # noqa: BLE001 - any failure leaves the eager part, which is correct
             text = str(error).strip()
             reason = f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"

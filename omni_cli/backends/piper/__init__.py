@@ -45,7 +45,7 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
     return {
         by_role["phonemizer"]: GruutPhonemizer(by_role["phonemizer"], voice, params[by_role["phonemizer"]].language),
         by_role["acoustic"]: PiperAcoustic(by_role["acoustic"], session(acoustic, threads), channels,
-                                           acoustic.ByteSize(), acoustic_params),
+                                           acoustic.ByteSize(), acoustic_params, voice.phoneme_id_map),
         by_role["vocoder"]: PiperDecoder(by_role["vocoder"], session(decoder, threads), channels, hop,
                                          voice.sample_rate, decoder.ByteSize(), decoder_params),
     }

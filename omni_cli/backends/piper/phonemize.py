@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..sentence_types import TEXT_SPLIT, PhonemizerModel, ReadSentence, SplitText
-from .text import readable, split_sentences
+from .text import readable, spell_digits, spell_long_numbers, split_sentences
 from .voice import VoiceFiles
 
 # Piper's id conventions (the voice was trained with them): ^ opens, $ closes, _ follows every symbol.
@@ -35,19 +35,31 @@ class GruutPhonemizer(PhonemizerModel):
     def weight_bytes(self) -> int:
         return 0  # the lexicon is a sqlite file read on demand
 
+    def unreadable(self, text: str) -> str | None:
+        """Why nothing in `text` can be read (no Latin letter or digit left once `readable` folds it), or None."""
+        clean, dropped = readable(text)
+        if any(ch.isalnum() for ch in clean):
+            return None
+        named = f" (dropped: {dropped})" if dropped else ""
+        return f"no word the voice can read in the text{named}: it reads English in Latin letters and digits"
+
     def split(self, text: str) -> SplitText:
         clean, dropped = readable(text)
         sentences = [s for s in split_sentences(clean) if any(ch.isalnum() for ch in s)]
         if not sentences:
-            named = f" (dropped: {dropped})" if dropped else ""
-            raise NothingToSpeak(f"no word the phonemizer can read in the text{named}")
+            raise NothingToSpeak(self.unreadable(text) or "no word the phonemizer can read in the text")
         return SplitText(sentences, dropped)
 
     def read(self, sentence: str) -> ReadSentence:
         """The sentence as read (numbers and abbreviations in words) and as the voice's phoneme ids."""
         words: list[str] = []
         symbols = ""  # words apart, punctuation right after its word, as the voice was trained
-        for found in self._gruut.sentences(sentence, lang=self.lang):
+        sentence = spell_long_numbers(sentence)
+        try:
+            read = list(self._gruut.sentences(sentence, lang=self.lang))
+        except ArithmeticError:  # a number form gruut's reader cannot take (1e300): its digits one by one
+            read = list(self._gruut.sentences(spell_digits(sentence), lang=self.lang))
+        for found in read:
             for word in found.words:
                 if word.is_break:
                     mark = word.text if word.text in self._ids else _BREAKS.get((word.phonemes or ["|"])[0], ",")

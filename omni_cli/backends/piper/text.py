@@ -61,3 +61,27 @@ def split_sentences(text: str) -> list[str]:
         start = match.end()
     pieces.append(text[start:].strip())
     return [p for p in pieces if p]
+
+
+# gruut reads a number through a float and a 28-digit decimal: past 15 digits its words are wrong, past 28 it
+# fails the whole sentence. A longer number is read digit by digit ("4 0 9 1 ..."), as one reads an account number.
+MAX_NUMBER_DIGITS = 15
+_NUMBER = re.compile(r"\d(?:,?\d)*(?:\.\d+)?")
+
+
+def spell_long_numbers(text: str) -> str:
+    """`text` with every number of more than MAX_NUMBER_DIGITS digits before its point spelled digit by digit
+    (grouping commas dropped, a fraction after "point")."""
+    def spell(match: re.Match) -> str:
+        whole, _, fraction = match.group().partition(".")
+        digits = whole.replace(",", "")
+        if len(digits) <= MAX_NUMBER_DIGITS:
+            return match.group()
+        return " " + " ".join(digits) + (" point " + " ".join(fraction) if fraction else "") + " "
+
+    return _NUMBER.sub(spell, text)
+
+
+def spell_digits(text: str) -> str:
+    """Every digit of `text` apart: the form gruut reads whatever surrounds it (1e300, which it cannot)."""
+    return re.sub(r"\d", r" \g<0> ", re.sub(r"(?<=\d)\.(?=\d)", " point ", text))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import onnx
 
-
-def session(model: onnx.ModelProto, num_threads: int):
+def session(model: bytes, num_threads: int):
+    """A CPU session on a serialized ONNX graph."""
     import onnxruntime as ort  # lazy, as every import of this backend
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = num_threads  # 0: onnxruntime's choice (one per core)
     options.log_severity_level = 3  # its warnings about unused initializers are ours to know, not the user's
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

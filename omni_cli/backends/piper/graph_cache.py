@@ -36,7 +36,7 @@ class SplitGraphs:
 def split_graphs(model_path: Path) -> SplitGraphs:
     """The parts from the cache when it holds them for this voice file, else built now (and kept)."""
     try:
-        folder = cache.cache_dir("piper", f"{voice_digest(model_path)[:32]}-v{GRAPH_VERSION}")
+        folder = cache.cache_dir("piper", f"{file_digest(model_path)[:32]}-v{GRAPH_VERSION}")
     except (cache.CacheRefused, OSError) as error:
         return replace(build(model_path), note=f"the voice's split graphs are built in memory: {_reason(error)}")
     cached = read(folder)
@@ -54,18 +54,18 @@ def _reason(error: Exception) -> str:
     return str(error) if isinstance(error, cache.CacheRefused) else f"{type(error).__name__}: {error}"
 
 
-def voice_digest(model_path: Path) -> str:
-    """The voice file's SHA-256, remembered under its path, size and modification time."""
-    info = model_path.stat()
-    key = f"{model_path.resolve()}\0{info.st_size}\0{info.st_mtime_ns}"
+def file_digest(path: Path) -> str:
+    """A file's SHA-256 (the voice's, the lexicon's), remembered under its path, size and modification time."""
+    info = path.stat()
+    key = f"{path.resolve()}\0{info.st_size}\0{info.st_mtime_ns}"
     folder = cache.cache_dir("piper", "digests")
-    path = folder / hashlib.sha256(key.encode()).hexdigest()[:32]
-    known = cache.read_verified(path)
+    remembered = folder / hashlib.sha256(key.encode()).hexdigest()[:32]
+    known = cache.read_verified(remembered)
     if known is not None and len(known) == 64:
         return known.decode()
-    digest = _hash_file(model_path)
+    digest = _hash_file(path)
     try:
-        cache.write_artifact(path, digest.encode())
+        cache.write_artifact(remembered, digest.encode())
     except OSError:
         pass  # hashed again next time
     return digest

@@ -23,17 +23,15 @@ class GruutPhonemizer(PhonemizerModel):
     role = "phonemizer"
 
     def __init__(self, name: str, voice: VoiceFiles, lang: str):
-        import gruut  # lazy: only cards of this backend pay for it
+        from .lexicon import GruutText  # lazy: only cards of this backend pay for gruut
 
         self.name = name
         self.lang = lang
-        self._gruut = gruut
+        self._gruut = GruutText(lang)  # gruut.sentences, on our own processor, its lexicon indexed and warmed up
         self._ids = voice.phoneme_id_map
-        # loads the lexicon, number and currency readers now, not in the first request's steps
-        list(gruut.sentences("Dr. Smith paid $4.50 on May 3rd, 2024.", lang=lang))
 
     def weight_bytes(self) -> int:
-        return 0  # the lexicon is a sqlite file read on demand
+        return self._gruut.lexicon_bytes  # the indexed lexicon, in memory
 
     def split(self, text: str) -> SplitText:
         clean, dropped = readable(text)

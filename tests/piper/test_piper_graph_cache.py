@@ -28,7 +28,7 @@ def builds(monkeypatch, tmp_path, built):
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
     calls = []
 
-    def counted(path):
+    def counted(path, optimize=False):
         calls.append(path)
         return built
 

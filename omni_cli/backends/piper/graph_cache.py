@@ -2,7 +2,8 @@
 
 Splitting the voice's graph (graph.py) needs the `onnx` package and seconds of work; its result depends only
 on the voice file and on how we split it. So the parts are written to `cache_dir("piper", KEY)`, where KEY is
-the voice file's SHA-256 and GRAPH_VERSION, and each later run reads the bytes the cache verified straight
+the voice file's SHA-256, GRAPH_VERSION and onnxruntime's version (the parts are kept as its CPU provider
+optimizes them, so a session on them starts sooner), and each later run reads the bytes the cache verified straight
 into onnxruntime, without importing `onnx`. Hashing the voice costs a read of the whole file; its digest is
 itself kept in the cache under the file's path, size and modification time, so an unchanged voice is not
 hashed again. A cache that is refused or cannot be written costs one note and a build in memory.
@@ -16,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ... import cache
+from .sessions import optimized, runtime_version
 
 GRAPH_VERSION = 1  # bump when graph.py would split a voice differently
 PARTS = ("acoustic", "decoder")
@@ -36,13 +38,14 @@ class SplitGraphs:
 def split_graphs(model_path: Path) -> SplitGraphs:
     """The parts from the cache when it holds them for this voice file, else built now (and kept)."""
     try:
-        folder = cache.cache_dir("piper", f"{file_digest(model_path)[:32]}-v{GRAPH_VERSION}")
+        key = f"{file_digest(model_path)[:32]}-v{GRAPH_VERSION}-ort{runtime_version()}"
+        folder = cache.cache_dir("piper", key)
     except (cache.CacheRefused, OSError) as error:
         return replace(build(model_path), note=f"the voice's split graphs are built in memory: {_reason(error)}")
     cached = read(folder)
     if cached is not None:
         return cached
-    built = build(model_path)
+    built = build(model_path, optimize=True)
     try:
         write(folder, built)
     except OSError as error:
@@ -105,10 +108,12 @@ def write(folder: Path, parts: SplitGraphs) -> None:
     cache.write_artifact(folder / META, json.dumps(meta).encode())
 
 
-def build(model_path: Path) -> SplitGraphs:
-    """Split the voice's graph now (imports `onnx`)."""
+def build(model_path: Path, optimize: bool = False) -> SplitGraphs:
+    """Split the voice's graph now (imports `onnx`); `optimize`: each part as onnxruntime optimizes it, to keep."""
     from . import graph
 
     model = graph.read_graph(model_path)
-    return SplitGraphs(graph.acoustic_graph(model).SerializeToString(), graph.decoder_graph(model).SerializeToString(),
-                       graph.frame_channels(model), graph.samples_per_frame(model))
+    parts = [graph.acoustic_graph(model).SerializeToString(), graph.decoder_graph(model).SerializeToString()]
+    if optimize:
+        parts = [optimized(part) for part in parts]
+    return SplitGraphs(*parts, graph.frame_channels(model), graph.samples_per_frame(model))

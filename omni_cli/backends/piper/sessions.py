@@ -16,10 +16,15 @@ def _options(num_threads: int):
 
 
 def session(model: bytes, num_threads: int):
-    """A CPU session on a serialized ONNX graph."""
+    """A CPU session on a serialized ONNX graph (which it does not keep: the caller's bytes can go)."""
     import onnxruntime as ort
 
-    return ort.InferenceSession(model, _options(num_threads), providers=["CPUExecutionProvider"])
+    made = ort.InferenceSession(model, _options(num_threads), providers=["CPUExecutionProvider"])
+    # onnxruntime's Python wrapper holds on to the bytes only to remake the session if its providers are
+    # changed, which we never do; the voice's graph would otherwise stay in memory twice
+    if getattr(made, "_model_bytes", None) is model:
+        made._model_bytes = None
+    return made
 
 
 def optimized(model: bytes) -> bytes:

@@ -6,7 +6,6 @@ package; onnx only when the voice's split graphs are not in the cache yet (graph
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...spec.card import CardSpec
@@ -48,16 +47,11 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
     threads = settings.num_threads
     acoustic_params, decoder_params = params[by_role["acoustic"]], params[by_role["vocoder"]]
     sizes = len(parts.acoustic), len(parts.decoder)
-    # onnxruntime makes its sessions in C++ without the GIL: on another thread, while gruut imports and warms
-    # up in Python on this one
-    with ThreadPoolExecutor(1, thread_name_prefix="omni-piper-load") as pool:
-        made = pool.submit(lambda: (session(parts.acoustic, threads), session(parts.decoder, threads)))
-        phonemizer = GruutPhonemizer(by_role["phonemizer"], voice, params[by_role["phonemizer"]].language)
-        sessions = made.result()
-    del parts, made  # the graphs' bytes go now
+    sessions = session(parts.acoustic, threads), session(parts.decoder, threads)
+    del parts  # the graphs' bytes go before the lexicon and its readers load
     return {
-        by_role["phonemizer"]: phonemizer,
         by_role["acoustic"]: PiperAcoustic(by_role["acoustic"], sessions[0], channels, sizes[0], acoustic_params),
         by_role["vocoder"]: PiperDecoder(by_role["vocoder"], sessions[1], channels, hop, voice.sample_rate, sizes[1],
                                          decoder_params),
+        by_role["phonemizer"]: GruutPhonemizer(by_role["phonemizer"], voice, params[by_role["phonemizer"]].language),
     }

@@ -19,6 +19,14 @@ FRAME_CHUNK = "frame_chunk"  # one per chunk of frames: its samples
 
 
 @dataclass(frozen=True)
+class TextWindow:
+    """A stretch of a request's text for one text_split unit (a long text is split a window at a time)."""
+
+    text: str
+    must_speak: bool  # nothing readable in it is an error (the whole text's last window, nothing read before)
+
+
+@dataclass(frozen=True)
 class SplitText:
     sentences: list[str]  # as written, one per sentence
     dropped: str  # characters the phonemizer could not read, each once
@@ -73,7 +81,7 @@ class FrameChunkInput:
 
 
 class PhonemizerModel(Component, Protocol):
-    """run(TEXT_SPLIT, [text]) -> [SplitText]; run(SENTENCE, [sentence text]) -> [ReadSentence]."""
+    """run(TEXT_SPLIT, [TextWindow]) -> [SplitText]; run(SENTENCE, [sentence text]) -> [ReadSentence]."""
 
     def unreadable(self, text: str) -> str | None:
         """Why the phonemizer can read nothing in `text` (bad input, refused before the request runs), or None."""

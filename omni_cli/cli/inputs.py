@@ -148,3 +148,23 @@ def _offer(source: LineSource, number: int, raw: bytes) -> bool:
 def check_text(text: str) -> None:
     if not text.strip():
         raise CliError("text is empty (nothing to speak); pass TEXT, or `-` to read lines from stdin")
+
+
+MAX_INPUT_FILE_BYTES = 16 << 20  # read whole; the card's own character limit is checked after
+
+
+def read_text_file(path: str, text: str | None) -> str:
+    """The text of `-i FILE`: one utterance, however long (the card's limit still applies); UTF-8 only."""
+    if text is not None:
+        raise CliError("give TEXT or -i FILE, not both")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_INPUT_FILE_BYTES + 1)
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(data) > MAX_INPUT_FILE_BYTES:
+        raise CliError(f"{path} is over {MAX_INPUT_FILE_BYTES >> 20} MiB: split it into smaller files")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise CliError(f"{path} is not UTF-8 text (byte {error.start} cannot be read)") from None

@@ -14,7 +14,10 @@ HELP = """Speak TEXT (or stdin lines) through the card's cascade, writing audio 
 
 \b
 Input: TEXT, or `-` (or no TEXT with a pipe on stdin): one utterance per
-non-empty line, each started as soon as its line arrives.
+non-empty line, each started as soon as its line arrives. `-i FILE`: the
+whole file as one utterance; a sentence voice (piper_joe) streams it
+sentence by sentence, so a chapter starts as soon as its first sentence:
+  omni speak -i chapter.txt -o chapter.wav
 \b
 Output: `-o FILE` (.wav, .raw, .flac, .mp3, .opus); several lines go into
 the one file in input order. A WAV's header is rewritten after every chunk
@@ -60,6 +63,8 @@ the audio so far.
 
 def speak(
     text: Annotated[str | None, typer.Argument(help="What to say; `-` reads one utterance per stdin line.")] = None,
+    input_file: Annotated[str | None, typer.Option("--input", "-i", metavar="FILE",
+                                                   help="Speak this UTF-8 text file as one utterance.")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE|DIR/|-", rich_help_panel=o.OUTPUT,
                                                   help="Audio file, directory (one file per line), or - for stdout.")] = None,
     out_dir: Annotated[str | None, typer.Option("--out-dir", metavar="DIR", rich_help_panel=o.OUTPUT,
@@ -91,6 +96,7 @@ def speak(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
                                         help="Nothing on stderr but errors.")] = False,
 ) -> None:
+    from .inputs import read_text_file
     from .job import SpeakJob, destination, request_template, resolve_text, run_job
     from .outputs import plan_outputs
     from .session import ModelOptions
@@ -100,6 +106,8 @@ def speak(
     model = ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype, "device": device},
                          placement, ray_address, replicas, overrides)
     request = request_template(seed, max_tokens, voice, mode, handoff, speed)
+    if input_file is not None:
+        text = read_text_file(input_file, text)
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
                    allow_truncation=allow_truncation, allow_no_audio=allow_no_audio)
     if server:

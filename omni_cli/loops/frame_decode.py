@@ -33,6 +33,15 @@ from .registry import register_loop_kind
 from .sentences import SentenceFeed
 
 
+class AudioStream(Channel[AudioPiece]):
+    """The decoder's chunks, handed to the channel's listeners (emit_audio) and not kept: an utterance of any
+    length holds no more audio than its latest chunk."""
+
+    def put(self, item: AudioPiece) -> None:
+        super().put(item)
+        self.items[-1] = None
+
+
 @dataclass
 class FrameDecodeState(LoopState):
     feed: SentenceFeed[SentenceFrames] | None = None
@@ -49,7 +58,7 @@ class FrameDecodeLoop(Loop):
     work_unit = FRAME_CHUNK
     roles = ("vocoder",)
     reads, makes = "frame_feed", "audio_stream"
-    output = Channel
+    output = AudioStream
     spec: LoopSpec
     component: FrameVocoder
 

@@ -1,9 +1,15 @@
 """Loops that run one WorkUnit per sentence: `phonemize` (text -> phoneme ids) and `sentence_frames`
 (phoneme ids -> latent frames). Neither is autoregressive: a sentence's unit needs only that sentence.
+
+A text of any length is one utterance: it is split a window at a time, as the sentences before are read, and
+in `stream` mode each sentence's items are let go once the loop after has used them, so memory stays flat
+in the text's length and the first sentence is read before the rest of the text is looked at.
 """
 
 from __future__ import annotations
 
+import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -17,6 +23,7 @@ from ..backends.sentence_types import (
     SentenceFrames,
     SentencePhonemes,
     SplitText,
+    TextWindow,
 )
 from ..spec.card import LoopSpec
 from .base import (
@@ -38,6 +45,28 @@ from .registry import register_loop_kind
 
 T = TypeVar("T")
 
+WINDOW_CHARS = 2000  # text split per text_split unit
+# where a window may end: after a sentence's final punctuation (closing quotes too), before a capital or digit
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z0-9\"'(])")
+
+
+def window_end(text: str, start: int, size: int | None = None) -> int:
+    """The end of the window of `text` that starts at `start` (`size`: WINDOW_CHARS): its last sentence end, else
+    its last space (a sentence longer than a window is cut there), else `size` characters on."""
+    size = size or WINDOW_CHARS
+    end = start + size
+    if end >= len(text):
+        return len(text)
+    cut = None
+    for match in _SENTENCE_END.finditer(text, start + 1, end):
+        word = text[text.rfind(" ", start, match.start()) + 1:match.start()]
+        if not (word[:1].isupper() and len(word) <= 3):  # "Dr. Smith", "Jan. 3", "U.S. law": not an end
+            cut = match.end()
+    if cut is not None:
+        return cut
+    space = text.rfind(" ", start + 1, end)
+    return space + 1 if space > start else end
+
 
 class SentenceFeed(Generic[T]):
     """Items of an upstream sentence loop: each as it comes (`stream`) or all once it closed (`barrier`).
@@ -55,9 +84,11 @@ class SentenceFeed(Generic[T]):
             channel.num_consumed = 0
 
     def done_with(self, index: int) -> None:
-        """Item `index` is used up: upstream may make the one after it."""
+        """Item `index` is used up: upstream may make the one after it, and (stream) it is let go."""
         if self.channel.num_consumed is not None:
             self.channel.num_consumed = max(self.channel.num_consumed, index + 1)
+            if index < len(self.channel.items):
+                self.channel.items[index] = None  # this feed is its only reader (listeners heard it on put)
 
     def item(self, index: int) -> T | None:
         """Item `index`, or None while it is not there (or, barrier, while upstream still runs)."""
@@ -83,14 +114,16 @@ def ahead_of_reader(out: Channel, index: int) -> bool:
 class PhonemizeState(LoopState):
     text: str = ""
     out: Channel | None = None
-    sentences: list[str] | None = None  # after the text_split unit
-    dropped: str = ""
+    text_pos: int = 0  # the text's first character not split yet
+    pending: deque[str] = field(default_factory=deque)  # sentences split and not read yet
+    dropped: str = ""  # characters the phonemizer cannot read, each once
+    unreported: str = ""  # of those, the ones no published sentence has named yet
     next_sentence: int = 0
 
 
 @register_loop_kind
 class PhonemizeLoop(Loop):
-    """A `text_split` unit (split into sentences), then one `sentence` unit per sentence (read by gruut)."""
+    """A `text_split` unit per window of the text (split into sentences), one `sentence` unit per sentence."""
 
     kind = "phonemize"
     work_unit = SENTENCE
@@ -106,27 +139,39 @@ class PhonemizeLoop(Loop):
     def next(self, state: PhonemizeState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
             return DONE
-        if state.sentences is not None and ahead_of_reader(state.out, state.next_sentence):
+        if not state.pending:
+            if state.text_pos >= len(state.text):
+                self._finish(state, "end")
+                return DONE
+            state.status = LoopStatus.RUNNING
+            end = window_end(state.text, state.text_pos)
+            window = TextWindow(state.text[state.text_pos:end], state.next_sentence == 0 and end == len(state.text))
+            return WorkPlan(TEXT_SPLIT, state.step, (self.loop_id, TEXT_SPLIT), 0, window)
+        if ahead_of_reader(state.out, state.next_sentence):
             state.status = LoopStatus.WAITING
             return Wait(lambda: f"{state.out.name}: sentence {state.next_sentence} waits for the frames before it")
         state.status = LoopStatus.RUNNING
-        if state.sentences is None:
-            return WorkPlan(TEXT_SPLIT, state.step, (self.loop_id, TEXT_SPLIT), 0,
-                            state.text)
-        return WorkPlan(SENTENCE, state.step, (self.loop_id, SENTENCE), 0,
-                        state.sentences[state.next_sentence])
+        return WorkPlan(SENTENCE, state.step, (self.loop_id, SENTENCE), 0, state.pending[0])
 
     def advance(self, state: PhonemizeState, plan: WorkPlan, output: Any) -> PhonemizeState:
         state.step += 1
         if plan.kind == TEXT_SPLIT:
             split: SplitText = output
-            state.sentences, state.dropped = split.sentences, split.dropped
+            state.text_pos += len(plan.inputs.text)
+            state.pending.extend(split.sentences)
+            new = "".join(ch for ch in split.dropped if ch not in state.dropped)
+            state.dropped += new
+            state.unreported += new
+            if not state.pending and state.text_pos >= len(state.text):
+                self._finish(state, "end")
             return state
         index = state.next_sentence
         read: ReadSentence = output
-        state.out.put(SentencePhonemes(index, read.text, read.phoneme_ids, state.dropped if index == 0 else ""))
+        state.out.put(SentencePhonemes(index, read.text, read.phoneme_ids, state.unreported))
+        state.unreported = ""
+        state.pending.popleft()
         state.next_sentence += 1
-        if state.next_sentence == len(state.sentences):
+        if not state.pending and state.text_pos >= len(state.text):
             self._finish(state, "end")
         return state
 

@@ -1,7 +1,7 @@
 """The piper backend: a Piper VITS voice as a three-stage cascade (phonemes -> frames -> waveform chunks).
 
-onnx, onnxruntime and gruut are imported here, when a card of this backend is built, never by the rest
-of the package.
+onnxruntime and gruut are imported here, when a card of this backend is built, never by the rest of the
+package; onnx only when the voice's split graphs are not in the cache yet (graph_cache.py).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...spec.card import CardSpec
-from ..base import BackendUnavailable
+from ..base import BackendUnavailable, LoadStep
 from .params import PARAMS
 
 __all__ = ["PARAMS", "build"]
@@ -19,14 +19,14 @@ _INSTALL = "omni-stepwise (the omni command) depends on onnxruntime, onnx, gruut
 
 def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = None,
           only: str | None = None) -> dict[str, Any]:
-    """Components by name: the phonemizer, the acoustic model and the frame decoder (loaded in well under a
-    second: no phases to report to `on_load`; a worker's `only` component gets all three too)."""
+    """Components by name: the phonemizer, the acoustic model and the frame decoder (no phases to report to
+    `on_load`, only a note when the graph cache cannot be used; a worker's `only` component gets all three too)."""
     try:
         import onnxruntime  # noqa: F401 - here, so a missing one is named before anything is loaded
 
-        from . import graph
         from .acoustic import PiperAcoustic
         from .decoder import PiperDecoder
+        from .graph_cache import split_graphs
         from .phonemize import GruutPhonemizer
         from .sessions import session
         from .voice import find_voice
@@ -37,15 +37,22 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
     if card.sample_rate != voice.sample_rate:
         raise ValueError(f"sample_rate {card.sample_rate} disagrees with the voice's {voice.sample_rate} Hz")
     by_role = {spec.role: name for name, spec in card.components.items()}
-    model = graph.read_graph(voice.model_path)
-    acoustic, decoder = graph.acoustic_graph(model), graph.decoder_graph(model)
-    channels, hop = graph.frame_channels(model), graph.samples_per_frame(model)
+    try:
+        parts = split_graphs(voice.model_path)
+    except ImportError as exc:  # a cold cache needs onnx
+        raise BackendUnavailable(f"card {card.model!r} needs {exc.name or 'onnx'}: {_INSTALL}") from None
+    if parts.note and on_load is not None:
+        on_load(LoadStep(parts.note, note=True))
+    channels, hop = parts.channels, parts.samples_per_frame
     threads = settings.num_threads
     acoustic_params, decoder_params = params[by_role["acoustic"]], params[by_role["vocoder"]]
+    sizes = len(parts.acoustic), len(parts.decoder)
+    sessions = session(parts.acoustic, threads), session(parts.decoder, threads)
+    del parts  # the graphs' bytes go before the lexicon and its readers load
     return {
+        by_role["acoustic"]: PiperAcoustic(by_role["acoustic"], sessions[0], channels, sizes[0], acoustic_params,
+                                           voice.phoneme_id_map),
+        by_role["vocoder"]: PiperDecoder(by_role["vocoder"], sessions[1], channels, hop, voice.sample_rate, sizes[1],
+                                         decoder_params),
         by_role["phonemizer"]: GruutPhonemizer(by_role["phonemizer"], voice, params[by_role["phonemizer"]].language),
-        by_role["acoustic"]: PiperAcoustic(by_role["acoustic"], session(acoustic, threads), channels,
-                                           acoustic.ByteSize(), acoustic_params, voice.phoneme_id_map),
-        by_role["vocoder"]: PiperDecoder(by_role["vocoder"], session(decoder, threads), channels, hop,
-                                         voice.sample_rate, decoder.ByteSize(), decoder_params),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sentence_types import TEXT_SPLIT, PhonemizerModel, ReadSentence, SplitText
+from ..sentence_types import TEXT_SPLIT, PhonemizerModel, ReadSentence, SplitText, TextWindow
 from .text import readable, spell_digits, spell_long_numbers, split_sentences
 from .voice import VoiceFiles
 
@@ -23,17 +23,15 @@ class GruutPhonemizer(PhonemizerModel):
     role = "phonemizer"
 
     def __init__(self, name: str, voice: VoiceFiles, lang: str):
-        import gruut  # lazy: only cards of this backend pay for it
+        from .lexicon import GruutText  # lazy: only cards of this backend pay for gruut
 
         self.name = name
         self.lang = lang
-        self._gruut = gruut
+        self._gruut = GruutText(lang)  # gruut.sentences, on our own processor, its lexicon indexed and warmed up
         self._ids = voice.phoneme_id_map
-        # loads the lexicon, number and currency readers now, not in the first request's steps
-        list(gruut.sentences("Dr. Smith paid $4.50 on May 3rd, 2024.", lang=lang))
 
     def weight_bytes(self) -> int:
-        return 0  # the lexicon is a sqlite file read on demand
+        return self._gruut.lexicon_bytes  # the indexed lexicon, in memory
 
     def unreadable(self, text: str) -> str | None:
         """Why nothing in `text` can be read (no Latin letter or digit left once `readable` folds it), or None."""
@@ -49,6 +47,15 @@ class GruutPhonemizer(PhonemizerModel):
         if not sentences:
             raise NothingToSpeak(self.unreadable(text) or "no word the phonemizer can read in the text")
         return SplitText(sentences, dropped)
+
+    def split_window(self, window: TextWindow) -> SplitText:
+        """A window of a long text: one with nothing readable is skipped unless nothing else could be read."""
+        try:
+            return self.split(window.text)
+        except NothingToSpeak:
+            if window.must_speak:
+                raise
+            return SplitText([], readable(window.text)[1])
 
     def read(self, sentence: str) -> ReadSentence:
         """The sentence as read (numbers and abbreviations in words) and as the voice's phoneme ids."""
@@ -81,7 +88,7 @@ class GruutPhonemizer(PhonemizerModel):
         out: list[Any] = []
         for item in inputs:  # gruut is pure Python: nothing to batch; one request's error stays its own
             try:
-                out.append(self.split(item) if kind == TEXT_SPLIT else self.read(item))
+                out.append(self.split_window(item) if kind == TEXT_SPLIT else self.read(item))
             except Exception as exc:  # noqa: BLE001 - returned in place of this request's output
                 out.append(exc)
         return out

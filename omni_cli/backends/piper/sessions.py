@@ -2,13 +2,46 @@
 
 from __future__ import annotations
 
-import onnx
+import tempfile
+from pathlib import Path
 
 
-def session(model: onnx.ModelProto, num_threads: int):
+def _options(num_threads: int):
     import onnxruntime as ort  # lazy, as every import of this backend
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = num_threads  # 0: onnxruntime's choice (one per core)
     options.log_severity_level = 3  # its warnings about unused initializers are ours to know, not the user's
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return options
+
+
+def session(model: bytes, num_threads: int):
+    """A CPU session on a serialized ONNX graph (which it does not keep: the caller's bytes can go)."""
+    import onnxruntime as ort
+
+    made = ort.InferenceSession(model, _options(num_threads), providers=["CPUExecutionProvider"])
+    # onnxruntime's Python wrapper holds on to the bytes only to remake the session if its providers are
+    # changed, which we never do; the voice's graph would otherwise stay in memory twice
+    if getattr(made, "_model_bytes", None) is model:
+        made._model_bytes = None
+    return made
+
+
+def optimized(model: bytes) -> bytes:
+    """The graph as onnxruntime's CPU provider rewrites it before running (constants folded, nodes fused), so a
+    session made on it later starts without redoing that work. Its layout rewrites, which depend on the machine,
+    are left to each session."""
+    import onnxruntime as ort
+
+    options = _options(1)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    with tempfile.TemporaryDirectory(prefix="omni-ort-") as folder:
+        options.optimized_model_filepath = str(Path(folder) / "optimized.onnx")
+        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        return Path(options.optimized_model_filepath).read_bytes()
+
+
+def runtime_version() -> str:
+    import onnxruntime as ort
+
+    return ort.__version__

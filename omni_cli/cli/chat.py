@@ -27,8 +27,8 @@ status are as for `omni speak`; Ctrl-C stops waiting for more audio.
 
 \b
   omni chat --card qwen2_5_omni_toy --audio question.wav -o answer.wav
-  arecord -f S16_LE -r 16000 | omni chat -c qwen2_5_omni_toy --audio - -o - | aplay
-  omni chat -c qwen2_5_omni --model-path DIR --audio q.flac "Answer briefly." --json
+  arecord -r 16000 -f S16_LE | omni chat -c qwen2_5_omni_toy -a - -o - | aplay
+  omni chat -c qwen2_5_omni --model-path DIR -a q.flac "Be brief." --json
 """
 
 

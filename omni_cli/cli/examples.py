@@ -17,14 +17,14 @@ SPEAK = epilog('omni speak "Hello, world" -o hello.wav',
                'omni speak "Hello" -o - | aplay          # streaming WAV to a player',
                'omni speak "Hello" -o hi.wav --server http://127.0.0.1:8000')
 CHAT = epilog("omni chat -c qwen2_5_omni_toy --audio question.wav -o answer.wav",
-              "arecord -f S16_LE -r 16000 | omni chat -c qwen2_5_omni_toy --audio - -o - | aplay",
-              'omni chat -c qwen2_5_omni --model-path ./ckpt "What is the capital of France?" -o a.wav')
+              "arecord -r 16000 -f S16_LE | omni chat -c qwen2_5_omni_toy -a - -o - | aplay",
+              'omni chat -c qwen2_5_omni --model-path ./ckpt "Who wrote Hamlet?" -o a.wav')
 BENCH = epilog("omni bench",
                "omni bench --requests 16 --concurrency 8 --json",
                "omni bench -c qwen2_5_omni --model-path ./tiny-omni --reference --rounds 3")
 SERVE = epilog("omni serve                      # the default voice, on port 8000",
                "curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\",
-               """  -d '{"model": "piper_joe", "input": "Hello"}' -o hello.wav""",
+               """  -d '{"model": "piper_joe", "input": "Hello"}' -o hello.mp3""",
                "omni serve -c qwen2_5_omni_toy --port 0    # the toy card, a free port")
 TRACE = epilog('omni trace "Hello, world"                  # run it and draw the timeline',
                'omni speak "Hello" -o hi.wav --trace t.jsonl && omni trace show t.jsonl',

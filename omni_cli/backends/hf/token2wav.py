@@ -28,7 +28,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from omni_cli.backends.base import AUDIO_CHUNK, LoadReporter, LoadStep, VocoderChunkInput, VocoderChunkOutput, no_report
+from omni_cli.backends.base import (
+    AUDIO_CHUNK,
+    LoadReporter,
+    LoadStep,
+    VocoderChunkInput,
+    VocoderChunkOutput,
+    VocoderModel,
+    no_report,
+)
 from omni_cli.backends.hf import aoti, bigvgan_aot
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN
@@ -104,7 +112,8 @@ class VocoderState:
     is_finished: bool = False
 
 
-class HFVocoder:
+class HFVocoder(VocoderModel):
+    keeps_bytes = True  # oneDNN's primitive cache grows per new input shape
     role = "vocoder"
     sample_rate = 24000
 

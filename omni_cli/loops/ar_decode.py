@@ -225,6 +225,10 @@ class ARDecodeLoop(Loop):
         state.status = LoopStatus.FINISHED
         state.out.close()
 
+    @classmethod
+    def describe(cls, spec: LoopSpec) -> str:
+        return f", max_tokens {spec.max_tokens}"
+
     def start_recording(self, state: ARState, replay: Mapping[str, Sequence[int]] | None) -> None:
         record_ar(self, state, replay)
 

@@ -258,6 +258,24 @@ class AudioDecodeLoop(Loop):
     def abort(self, state: AudioState) -> None:
         self._finish(state, None)
 
+    @classmethod
+    def describe(cls, spec: LoopSpec) -> str:
+        if spec.first_chunks:
+            growth = "growing by playback slack" if spec.chunk_growth == "slack" else "doubling"
+            firsts = ", ".join(map(str, spec.first_chunks)) + (", then" if len(spec.first_chunks) > 1 else "")
+            text = f", chunk_codes {firsts} {growth} to {spec.chunk_codes}"
+        else:
+            text = f", chunk_codes {spec.chunk_codes}"
+        if spec.first_audio_codes:
+            text += f", first audio after {spec.first_audio_codes}"
+        if spec.shared_first_codes and spec.chunk_codes:
+            text += f", the first {spec.shared_first_codes} codes as one chunk beside other requests"
+        elif spec.shared_first_chunks > 1 and spec.chunk_codes:
+            text += f", the first {spec.shared_first_chunks} as one beside other requests"
+        if spec.largest_when_slow and spec.chunk_codes:
+            text += f", {spec.chunk_codes} after a chunk slower than its audio"
+        return text
+
     def start_recording(self, state: AudioState, replay: Mapping[str, Sequence[int]] | None) -> None:
         record_audio(self, state, replay)
 

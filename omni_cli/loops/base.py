@@ -155,6 +155,11 @@ class Loop:
         """Release what the state holds and close its output (cancel, failure)."""
         raise NotImplementedError
 
+    @classmethod
+    def describe(cls, spec: Any) -> str:
+        """What a card's settings for this kind say, as `omni cards show` lists them (", max_tokens 64")."""
+        return ""
+
     def start_recording(self, state: LoopState, replay: Mapping[str, Sequence[int]] | None) -> None:
         """The rollout profile: give `state` the recorder of this kind's behaviour columns (loops/recorder.py);
         with `replay` (loop id: recorded tokens), re-score them instead. A kind with no columns records nothing."""

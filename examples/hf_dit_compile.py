@@ -29,11 +29,12 @@ def main() -> None:
     from token2wav_parts import best_ms, in_two_halves, load_parts
 
     from omni_cli.backends.hf import dit as ditmod
+    from omni_cli.backends.hf.dit_compile import DiTCompile
 
     t2w = load_parts(args.checkpoint)
     dit, blocked_from = t2w.dit, 5  # the card's dit_block_attention_from
     steps = ditmod.TimeModulation(dit, t2w.settings, torch.device("cpu"), torch.float32)
-    compiled = ditmod.DiTCompile()
+    compiled = DiTCompile()
     start = time.perf_counter()
     compiled.warm(dit, t2w.cond, t2w.features, t2w.settings, steps, blocked_from)
     print(f"compiled at load in {time.perf_counter() - start:.1f} s (kernels let the GIL go: "
@@ -45,7 +46,7 @@ def main() -> None:
                               generator=torch.Generator().manual_seed(2))
         noise = torch.randn(rows, frames, t2w.mel_dim, generator=torch.Generator().manual_seed(3))
 
-        def run(form: ditmod.DiTCompile | None, first: int = 0, last: int = rows):
+        def run(form: DiTCompile | None, first: int = 0, last: int = rows):
             return ditmod.sample_window(dit, noise[first:last], codes[first:last], t2w.cond.expand(last - first, -1),
                                         t2w.features, t2w.settings, steps, blocked_from, form)
         return run

@@ -35,7 +35,8 @@ os.environ.setdefault("OMNI_CLI_CACHE", str(Path(tempfile.gettempdir()) / f"omni
 # pytest 9 (it renames node ids through an attribute pytest 9 no longer reads), hence this scheduler.
 WORKER_GROUPS = {
     "ray": ("tests/hf/test_hf_placement.py", "tests/placement/test_placement_bench.py",
-            "tests/placement/test_placement_runs.py", "tests/placement/test_replicas.py"),
+            "tests/placement/test_placement_runs.py", "tests/placement/test_replicas.py",
+            "tests/placement/test_library.py"),
     "real_width": ("tests/hf/test_hf_memory.py", "tests/hf/test_hf_realwidth.py", "tests/hf/test_hf_realwidth_7b.py"),
 }
 GROUP_FIXTURES = {"ray": ("ray_cluster", "executors"), "real_width": ("realwidth_checkpoint", "checkpoint_7b")}

@@ -4,7 +4,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "omni_cli"
-LAYERS = ["spec", "audio", "backends", "loops", "program", "engine", "rollout", "bench", "serve", "cli"]  # each may import only those before it
+LAYERS = ["spec", "audio", "backends", "loops", "program", "engine", "build", "rollout", "bench", "serve", "cli"]  # each may import only those before it
 THIRD_PARTY = {  # where each heavy or UI dependency may be imported
     "typer": {"cli"}, "rich": {"cli"}, "click": {"cli"},
     "yaml": {"spec"}, "soundfile": {"audio"},

@@ -132,6 +132,9 @@ class Component(Protocol):
 
     name: str
     role: str  # thinker | talker | vocoder
+    threads: Any = None  # the intra-op threads it chose (`count`, `source`: hf's threads.py); None: not its choice
+    row_threads: int = 1  # the threads a batched call's rows split over (hf: rows.py)
+    keeps_bytes: ClassVar[bool] = False  # its calls may leave memory resident: the budget asks `kept_bytes` after each
 
     def weight_bytes(self) -> int: ...
 
@@ -269,6 +272,7 @@ class VocoderModel(Component, Protocol):
     sample_rate: int
     samples_per_code: int
     lookahead_codes: int  # codes past a chunk's end it needs before it can run (unless final)
+    context_codes: int  # codes a chunk decodes beside its own (left context and look-ahead): what a chunk costs more
 
     def new_state(self, voice: str | None, seed: int | None = None) -> Any:
         """Per-request state; `seed` is the request's (for vocoders that draw noise)."""

@@ -1,7 +1,8 @@
 """Benchmarks above the engine: workloads run through one engine, the suites `omni bench` runs, targets."""
 
 from .recording import recording_cost
-from .suites import greedy_variant, process_timings, reference_suite, standard_suite
+from .reference import reference_suite
+from .suites import greedy_variant, process_timings, standard_suite
 from .targets import targets
 from .workload import BenchResult, PlaybackClock, Workload, make_text, run_workload
 

@@ -73,8 +73,18 @@ class MeteredExecutor(Executor):
             self.crossing.hidden_back_bytes += sum(_payload(v) for o in outcome.outputs if isinstance(o, ARStepOutput)
                                                for v in (o.hidden, o.embeds) if v is not None)
 
+    @property
+    def kind(self) -> str:
+        return self.inner.kind
+
     def view(self, component: Any) -> Any:
         return self.inner.view(component)
+
+    def live_states(self) -> int:
+        return self.inner.live_states()
+
+    def kill(self) -> None:
+        self.inner.kill()
 
     def close(self) -> None:
         self.inner.close()

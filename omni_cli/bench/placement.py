@@ -9,10 +9,11 @@ import time
 from dataclasses import dataclass, replace
 
 from ..backends.base import AR_PREFILL, AR_TOKEN, ARStepInput
-from ..engine.executors import close_executors, make_executors, placement_of
+from ..build import placement_for, start_executors
+from ..engine.executors import close_executors
 from ..engine.executors.handles import StateRef
 from ..program import CompiledProgram
-from ..spec.placement import override_placement
+from .workload import Workload, run_workload
 
 
 @dataclass
@@ -41,8 +42,6 @@ def placement_suite(program: CompiledProgram, kinds: list[str], *, num_requests:
     same audio), and what one call costs on that executor beside the component's own time. The timed runs
     alternate placements for `rounds` rounds, each placement's fastest kept (a shared machine's load then
     weighs on each alike); the inline row also gives the bound overlap puts on the ratio (overlap_bound)."""
-    from .workload import Workload, run_workload
-
     order = ["inline", *[k for k in kinds if k != "inline"]]
     workloads = {k: Workload(num_requests=num_requests, text_chars=short_chars, concurrency=concurrency, placement=k)
                  for k in order}
@@ -99,22 +98,26 @@ def driver_crossing(program: CompiledProgram, kind: str, workload) -> dict:
 
 def _metered(program: CompiledProgram, specs, workload, kind: str, *, direct_handoff: bool) -> dict:
     from .crossing import metered, totals
-    from .workload import run_workload
 
-    started = make_executors(program, specs, direct_handoff=direct_handoff)
-    executors, crossings = metered(program, started, {n: s.is_remote for n, s in specs.items()})
-    run_workload(program, workload, f"crossing-{kind}", executors=executors)
+    crossings: list = []
+
+    def wrap(started: dict) -> dict:
+        executors, made = metered(program, started, {n: s.is_remote for n, s in specs.items()})
+        crossings.extend(made)
+        return executors
+
+    run_workload(program, workload, f"crossing-{kind}", wrap=wrap, direct_handoff=direct_handoff)
     return totals(crossings)
 
 
 def placed(program: CompiledProgram, kind: str):
     """Every component of `program` on executor `kind`, the card's devices and resources kept."""
-    return placement_of(program, override_placement(program.card.placement, kind, list(program.components)))
+    return placement_for(program, kind)
 
 
 def call_cost(program: CompiledProgram, kind: str, calls: int = 200) -> CallCost:
     """Time `calls` one-token thinker steps through a `kind` executor (the first, a prefill, is not counted)."""
-    executors = make_executors(program, placed(program, kind))
+    executors = start_executors(program, kind)
     try:
         name, thinker = next((n, c) for n, c in program.components.items() if c.role == "thinker")
         executor = executors[name]

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..backends.base import AUDIO_CHUNK
+from ..build import engine_on, runs_inline
 from ..engine import Engine
-from ..engine.executors import make_executors, placement_of
 from ..engine.request import RequestHandle, RequestResult
 from ..program import CompiledProgram
 from ..spec import SpeakRequest
@@ -156,21 +156,19 @@ class RunTrace(FirstChunkPath):
 
 
 def run_workload(program: CompiledProgram, workload: Workload, label: str = "omni",
-                 keep_outputs: bool = False, executors: dict | None = None,
-                 on_event: Callable[[Any], None] | None = None, warm_up: bool = False) -> BenchResult:
+                 keep_outputs: bool = False, wrap: Callable[[dict], dict] | None = None,
+                 on_event: Callable[[Any], None] | None = None, warm_up: bool = False,
+                 direct_handoff: bool = True) -> BenchResult:
     """Keep `concurrency` requests in the engine until all are done; time each from its submission.
     keep_outputs: also return each request's tokens and waveform (to compare with a reference).
-    executors: started ones to run on (the engine closes them), instead of the workload's placement's.
+    wrap: the started executors, handed back as the engine should use them (bench/crossing.py's meters);
+    direct_handoff: False sends the thinker's states to the talker through the driver (executors/handoff.py).
     on_event: also given each of the run's trace events (the engine's `subscribe`), for a study of one run.
     warm_up: first make the workload's first utterance, untimed and uncounted, on the same engine and
     executors (a worker process or Ray actor started for this run sets its shapes up then, as the engine's own
     process does)."""
-    if executors is None and starts_executors(program, workload):
-        from .placement import placed
-
-        given = placement_of(program) if workload.placement == "card" else placed(program, workload.placement)
-        executors = make_executors(program, given)
-    engine = Engine(program, policy=workload.policy, max_batch=workload.max_batch, executors=executors)
+    engine = engine_on(program, _placement(workload), policy=workload.policy, max_batch=workload.max_batch,
+                       direct_handoff=direct_handoff, wrap=wrap)
     try:
         if warm_up:
             _warm_up(engine, workload)
@@ -184,9 +182,11 @@ def run_workload(program: CompiledProgram, workload: Workload, label: str = "omn
 def starts_executors(program: CompiledProgram, workload: Workload) -> bool:
     """Whether `run_workload` starts executors of its own for `workload` (threads, worker processes or Ray
     actors that begin cold and end with the run), rather than running every component inline."""
-    if workload.placement == "card":
-        return any(spec.executor != "inline" for spec in placement_of(program).values())
-    return workload.placement != "inline"
+    return not runs_inline(program, _placement(workload))
+
+
+def _placement(workload: Workload) -> str | None:
+    return None if workload.placement == "card" else workload.placement
 
 
 def _warm_up(engine: Engine, workload: Workload) -> None:

@@ -65,8 +65,7 @@ def bench(
                                  "(recording every step), best of 3 alternated runs at concurrency 1 and N"),
 ) -> None:
     from ..api import load
-    from ..bench import process_timings, standard_suite, targets
-    from ..engine.executors import threads_as_placed
+    from ..bench import process_timings, standard_suite
 
     settings = {"model_path": model_path} if model_path else None
     overrides = o.overrides(set_)
@@ -79,25 +78,38 @@ def bench(
         return
     ref, results = None, []
     if reference:
-        from ..bench import reference_suite
-
-        if any(comp.backend != "hf" for comp in program.card.components.values()):
-            raise typer.BadParameter(f"compares with Hugging Face generate, so it needs an hf card, not {card!r} "
-                                     "(e.g. --card qwen2_5_omni --model-path DIR)", param_hint="--reference")
-
-        if placement is not None:  # a bad one is a usage error (exit 2), said before any run
-            from ..spec.placement import override_placement
-
-            override_placement(program.card.placement, placement, list(program.components))
-        ref = reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
-                              talker_codes=codes, load_rounds=rounds, placement=placement or "card", rounds=rounds,
-                              on_progress=_progress)
+        ref = _reference(program, card, placement, requests, chars, concurrency, codes, rounds)
     else:
         results = standard_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
                                  on_progress=_progress)
     if processes:
         sys.stderr.write("omni: bench: timing `omni --help` and `omni speak` as processes (best of 3)\n")
     timings = process_timings(card, model_path=model_path, overrides=set_ or []) if processes else {}
+    _report(program, results, ref, timings, placement, as_json)
+
+
+def _reference(program, card: str, placement: str | None, requests: int, chars: int, concurrency: int, codes: int,
+               rounds: int):
+    """--reference: ours beside Hugging Face generate (bench/suites.py's reference_suite)."""
+    from ..bench import reference_suite
+
+    if any(comp.backend != "hf" for comp in program.card.components.values()):
+        raise typer.BadParameter(f"compares with Hugging Face generate, so it needs an hf card, not {card!r} "
+                                 "(e.g. --card qwen2_5_omni --model-path DIR)", param_hint="--reference")
+    if placement is not None:  # a bad one is a usage error (exit 2), said before any run
+        from ..build import placement_for
+
+        placement_for(program, placement)
+    return reference_suite(program, num_requests=requests, short_chars=chars, concurrency=concurrency,
+                           talker_codes=codes, load_rounds=rounds, placement=placement or "card", rounds=rounds,
+                           on_progress=_progress)
+
+
+def _report(program, results: list, ref, timings: dict, placement: str | None, as_json: bool) -> None:
+    """The workloads' figures and the targets as ratios: JSON lines, or tables and a few labelled lines."""
+    from ..bench import targets
+    from ..engine.executors import threads_as_placed
+
     if ref and "rounds" in ref[1]:  # each round judged on its own, then one row per target over them
         from dataclasses import replace
 
@@ -142,11 +154,9 @@ def bench(
 
 def placement_line(program, override: str | None) -> str:
     """Where each component of ours ran: the card's placement, or --placement's over it."""
-    from ..engine.executors import placement_of
-    from ..spec.placement import override_placement
+    from ..build import placement_for
 
-    given = None if override is None else override_placement(program.card.placement, override, list(program.components))
-    specs = placement_of(program, given)
+    specs = placement_for(program, override)
     source = "card" if override is None else "--placement"
     return "placement: " + ", ".join(f"{name} {spec.executor}" + (f" x{spec.workers}" if spec.workers > 1 else "")
                                      for name, spec in specs.items()) + f" ({source})"

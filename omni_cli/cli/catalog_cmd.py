@@ -73,18 +73,11 @@ def cards_show(name: NameArg, params: bool = typer.Option(
         say(f"{card.model}  ({path})\nkeys it may set (value, accepts, does):")
         columns(param_rows(card), indent="  ", block=as_param_block)
         return
-    import textwrap
+    from functools import partial
 
     from .fit import terminal_width
 
-    width = terminal_width()
-
-    def echo(text: str) -> None:  # on a terminal, long lines wrap under their item, indented
-        for line in text.split("\n"):
-            lead = " " * (len(line) - len(line.lstrip()))
-            say("\n".join(textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "    ",
-                                         break_on_hyphens=False)) if width and len(line) > width else line)
-
+    echo = partial(_wrapped, width=terminal_width())
     echo(f"{card.model}  ({path})\n  {card.description}")
     echo(f"sample rate {card.sample_rate} Hz, seed {card.seed}, capabilities: {', '.join(card.capabilities) or '-'}")
     echo(f"voices: {', '.join(card.voices) or '-'} (default {card.defaults.voice or '-'})")
@@ -93,33 +86,31 @@ def cards_show(name: NameArg, params: bool = typer.Option(
     for cname, comp in card.components.items():
         params = ", ".join(f"{k}={v}" for k, v in comp.params.items())
         echo(f"  {cname}: {comp.role} on {comp.backend}" + (f" ({params})" if params else ""))
-    from ..loops import LOOP_KINDS
-
     echo("loops:")
     for lname, loop in card.loops.items():
-        kind = LOOP_KINDS.get(loop.kind)  # a card may leave work_unit out: it follows from the kind
-        units = kind.work_unit if kind is not None else loop.work_unit
-        if loop.kind == "ar_decode":
-            extra = f", max_tokens {loop.max_tokens}"
-        elif loop.kind != "audio_decode":
-            extra = ""  # the sentence kinds read neither max_tokens nor chunk_codes
-        elif loop.first_chunks:
-            growth = "growing by playback slack" if loop.chunk_growth == "slack" else "doubling"
-            firsts = ", ".join(map(str, loop.first_chunks)) + (", then" if len(loop.first_chunks) > 1 else "")
-            extra = f", chunk_codes {firsts} {growth} to {loop.chunk_codes}"
-        else:
-            extra = f", chunk_codes {loop.chunk_codes}"
-        if loop.kind == "audio_decode" and loop.first_audio_codes:
-            extra += f", first audio after {loop.first_audio_codes}"
-        if loop.kind == "audio_decode" and loop.shared_first_codes and loop.chunk_codes:
-            extra += f", the first {loop.shared_first_codes} codes as one chunk beside other requests"
-        elif loop.kind == "audio_decode" and loop.shared_first_chunks > 1 and loop.chunk_codes:
-            extra += f", the first {loop.shared_first_chunks} as one beside other requests"
-        if loop.kind == "audio_decode" and loop.largest_when_slow and loop.chunk_codes:
-            extra += f", {loop.chunk_codes} after a chunk slower than its audio"
-        echo(f"  {lname}: {loop.kind} over {loop.component}, {units} units, prompt {loop.prompt_slot}{extra}")
+        echo(_loop_line(lname, loop))
     echo(f"limits: text {card.limits.max_text_chars} chars, memory {card.limits.memory_budget_mib} MiB; "
          f"batching: max {card.batching.max_batch}")
+
+
+def _wrapped(text: str, width: int | None) -> None:
+    """On a terminal, long lines wrap under their item, indented."""
+    import textwrap
+
+    for line in text.split("\n"):
+        lead = " " * (len(line) - len(line.lstrip()))
+        say("\n".join(textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "    ",
+                                     break_on_hyphens=False)) if width and len(line) > width else line)
+
+
+def _loop_line(name: str, loop) -> str:
+    """A card's loop: its kind, component, units and what its kind says of its settings (`Loop.describe`)."""
+    from ..loops import LOOP_KINDS
+
+    kind = LOOP_KINDS.get(loop.kind)  # a card may leave work_unit out: it follows from the kind
+    units = kind.work_unit if kind is not None else loop.work_unit
+    extra = kind.describe(loop) if kind is not None else ""
+    return f"  {name}: {loop.kind} over {loop.component}, {units} units, prompt {loop.prompt_slot}{extra}"
 
 
 @cards.command("validate", epilog=examples.CARDS_VALIDATE)

@@ -64,7 +64,6 @@ def serve(
     import signal
     import sys
 
-    from ..engine.scheduler import one_line
     from .errors import CliError
 
     try:
@@ -92,22 +91,7 @@ def serve(
     except OSError as exc:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1) from None
     bound = sock.getsockname()
-    warmed = ""
-    if warm_up:
-        # a terminal sees what the wait is (seconds at 3B width on a CPU); the note, shorter than 80 columns so
-        # that one carriage return takes it back, is overwritten by the line below, and a pipe never gets it:
-        # the first line a script reads is still the address
-        if on_terminal:
-            sys.stderr.write("omni serve: warming up (one utterance nobody hears)...")
-            sys.stderr.flush()
-        try:
-            warmed = f", warmed up in {engine.warm_up():.1f} s"
-        except Exception as exc:  # noqa: BLE001 - the clients' requests will say what is wrong, one by one
-            warmed = f", warm-up failed: {one_line(exc)}"
-        finally:  # Ctrl-C too: the shell's prompt comes back on a clean line
-            if on_terminal:
-                sys.stderr.write("\r\033[K")
-                sys.stderr.flush()
+    warmed = _warm_up(engine, on_terminal) if warm_up else ""
     voices = ", ".join(engine.program.voices()) or "none"
     sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{bound[1]} "
                      f"(voices: {voices}; concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}"
@@ -116,3 +100,24 @@ def serve(
     options = ServeOptions(api_key, concurrency, max_queue, header_timeout_s=header_timeout,
                            body_timeout_s=body_timeout, keep_alive_s=keep_alive, max_connections=max_connections)
     serve_forever(engine, card, options, sock)
+
+
+def _warm_up(engine, on_terminal: bool) -> str:
+    """One utterance nobody hears, before the server listens; what the address line then says of it."""
+    import sys
+
+    from ..engine.scheduler import one_line
+
+    # a terminal sees what the wait is; the note, shorter than 80 columns so that one carriage return takes
+    # it back, is overwritten by the address line, and a pipe never gets it: its first line is the address
+    if on_terminal:
+        sys.stderr.write("omni serve: warming up (one utterance nobody hears)...")
+        sys.stderr.flush()
+    try:
+        return f", warmed up in {engine.warm_up():.1f} s"
+    except Exception as exc:  # noqa: BLE001 - the clients' requests will say what is wrong, one by one
+        return f", warm-up failed: {one_line(exc)}"
+    finally:  # Ctrl-C too: the shell's prompt comes back on a clean line
+        if on_terminal:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()

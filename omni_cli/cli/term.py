@@ -4,7 +4,7 @@ Issue 12: a card description or a trace's loop name is data, not markup and not 
 name like `[/oops]` crashed rich's markup parser, `[link=…]` was interpreted, and an escape sequence
 in a description could set the terminal's title or colours. Every string that came from a file goes
 through `inert()` (control characters shown as `\\x1b`-style escapes) and, on its way into rich, is a
-`Text` (never parsed as markup) or goes through `markup()`.
+`Text` (never parsed as markup).
 """
 
 from __future__ import annotations
@@ -29,13 +29,6 @@ def inert(value: Any) -> str:
 def _escape(ch: str) -> str:
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def markup(value: Any) -> str:
-    """`value` made inert and escaped for a rich string that is parsed as markup."""
-    from rich.markup import escape
-
-    return escape(inert(value))
 
 
 def text(value: Any, style: str = ""):

@@ -6,8 +6,6 @@ from collections.abc import Iterable
 
 from ..backends.base import Component
 
-_KEEPS_NOTHING = Component.kept_bytes
-
 
 class AdmissionError(RuntimeError):
     """A request can never fit the engine's memory budget."""
@@ -26,9 +24,8 @@ class MemoryBudget:
         self.reserved = 0
         self.peak_reserved = 0
         self._kept = {id(c): c.kept_bytes() for c in components}
-        # components that keep nothing (the protocol's `kept_bytes`, always 0): no call after each of theirs
-        self._never_keep = {id(c) for c in components
-                            if getattr(getattr(c, "kept_bytes", None), "__func__", None) is _KEEPS_NOTHING}
+        # components that keep nothing (`keeps_bytes` False): no call after each of theirs
+        self._never_keep = {id(c) for c in components if not c.keeps_bytes}
 
     @property
     def free(self) -> int:

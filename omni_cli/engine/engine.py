@@ -10,13 +10,14 @@ from functools import partial
 from ..program import CompiledProgram, WiredRequest
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
-from .admission import AdmissionError, MemoryBudget, mib
+from .admission import MemoryBudget
 from .events import EventQueue
 from .executor import BatchOutcome, Call, Executor, InlineExecutor
 from .request import EngineRequest, RequestHandle
-from .scheduler import Entry, Scheduler, one_line
+from .scheduler import Entry, Scheduler, Verdict, one_line
 from .stats import EngineStats
 from .trace import RequestEvent, TraceEvent, WorkUnitEvent
+from .warm_up import warm_up
 
 __all__ = ["Engine", "one_line"]
 
@@ -28,9 +29,9 @@ class Engine:
         card = program.card
         self.program = program
         self.policy = policy
-        self.budget = MemoryBudget(memory_budget_bytes or card.limits.memory_budget_mib << 20, program.components.values())
-        self.scheduler = Scheduler(policy, max_batch or card.batching.max_batch, self.budget)
-        self.max_batch = self.scheduler.max_batch
+        budget = MemoryBudget(memory_budget_bytes or card.limits.memory_budget_mib << 20, program.components.values())
+        self.scheduler = Scheduler(policy, max_batch or card.batching.max_batch, budget)
+        self.budget = budget  # the scheduler's, to read (serve's /metrics, bench, tests)
         self.sample_rate = card.sample_rate
         self.stats = EngineStats()
         self._t0 = time.perf_counter()
@@ -65,13 +66,10 @@ class Engine:
             raise ValueError(f"request id {rid!r} is already in use")
         r = EngineRequest(rid, request, None, collect, 0.0)  # made first: its loops emit through a partial, no lambda
         r.wired = wired = self.program.wire(rid, request, partial(self._emit, r), roles=self._roles)
-        resident, peak = r.resident_bytes, r.peak_step_bytes = wired.footprint.resident_bytes, wired.footprint.peak_step_bytes
+        r.resident_bytes, r.peak_step_bytes = wired.footprint.resident_bytes, wired.footprint.peak_step_bytes
         r.submitted_s = self.now()
-        if resident + peak > self.budget.capacity:
-            raise AdmissionError(f"request {rid} needs {mib(r.resident_bytes + peak)} ({mib(r.resident_bytes)} resident "
-                                 f"+ {mib(peak)} per step), over the {mib(self.budget.capacity)} memory budget")
+        self.scheduler.add(r)  # AdmissionError if it can never fit
         self._requests[rid] = r
-        self.scheduler.add(r)
         self._trace(RequestEvent(rid, "submitted", r.submitted_s))
         return RequestHandle(self, r)
 
@@ -87,29 +85,14 @@ class Engine:
             self.cancel(rid)
 
     def warm_up(self, text: str = "Hello, this warms the engine up.", audio_chunks: int = 2) -> float:
-        """Make one request and drop it, before real ones; returns its seconds. A process's first call at
-        each shape sets that shape up (oneDNN's convolutions: the tiny checkpoint's first 16-code vocoder
-        chunk takes 190-205 ms, later ones 130-170 ms), so a request alone in a fresh process makes its first
-        chunks late and its player waits. `omni serve` pays that here instead, before it listens. Stops
-        after `audio_chunks` chunks of audio (the shapes a request alone meets first) and cancels the rest."""
-        start = time.perf_counter()
-        handle = self.submit(SpeakRequest(text, request_id="warm-up"))
-        heard = 0
-        try:
-            for event in handle.stream():
-                if isinstance(event, AudioChunk) and event.num_samples:
-                    heard += 1
-                    if heard == audio_chunks:
-                        handle.cancel()
-        finally:  # raised or interrupted: it must not stay behind, holding its budget, among real requests
-            handle.cancel()
-        return time.perf_counter() - start
+        """One request made and dropped before real ones (engine/warm_up.py); returns its seconds."""
+        return warm_up(self, text, audio_chunks)
 
     def reset_stats(self) -> None:
         """Count afresh from here: ticks, WorkUnits and times (`stats`), and the peak of the budget's
         reservation (from what is reserved now): a benchmark's timed run after an untimed one on this engine."""
         self.stats = EngineStats()
-        self.budget.peak_reserved = self.budget.reserved
+        self.scheduler.reset_peak()
 
     def inspect(self, request_id: str) -> WiredRequest | None:
         """Test and debugging hook: an active request's wiring (loop states, slots); None once it ended."""
@@ -184,26 +167,21 @@ class Engine:
         self.stats.tick_s += time.perf_counter() - start
 
     def _launch(self, entries: list[Entry]) -> int:
-        """Reserve the batch's step bytes and hand it to its component's executor; returns calls made."""
-        running, first = RequestStatus.RUNNING, entries[0].request  # one entry (most ticks alone): no list to build
-        live = ([e for e in entries if e.request.status is running and not e.request.cancel_requested] if len(entries) > 1
-                else entries if first.status is running and not first.cancel_requested else [])
+        """Hand a batch to its component's executor as the scheduler says; returns calls made."""
+        live = self.scheduler.runnable(entries)
         if not live:
             return 0
         component = live[0].loop.component
         key = id(component)
         if key in self._busy:
             return 0  # one call per component in flight: the plan is made again next tick
-        need = int(component.batch_step_bytes(live[0].plan.kind, [e.plan.step_bytes for e in live]))  # backends/base.py
-        if not self.budget.try_reserve(need):
-            if self._in_flight:
-                return 0  # calls in flight hold step bytes: wait for their refund
-            if len(live) == 1:
-                self._fail(live[0].request, f"step needs {mib(need)} but only {mib(self.budget.free)} "
-                                            f"of {mib(self.budget.capacity)} is free")
-                return 0
-            half = len(live) // 2  # smaller batches fit: admission left room for any single step
-            return self._launch(live[:half]) + self._launch(live[half:])
+        verdict, need, half, error = self.scheduler.reserve_step(live, bool(self._in_flight))
+        if verdict is not Verdict.RUN:
+            if verdict is Verdict.SPLIT:
+                return self._launch(live[:half]) + self._launch(live[half:])
+            if verdict is Verdict.FAIL:
+                self._fail(live[0].request, error)
+            return 0
         if (executor := self._executors.get(key)) is None:  # (not `or`: an executor may define __len__)
             executor = self._executors[key] = InlineExecutor(component)
         t = time.perf_counter()
@@ -239,7 +217,7 @@ class Engine:
         try:
             outcome = future.result()
         except Exception as exc:  # the executor itself broke (a worker died): the whole batch fails
-            self.budget.release(call.reserved)
+            self.scheduler.refund_step(call.reserved, None)
             for entry in call.entries:
                 self._fail(entry.request, f"{entry.loop.loop_id}: {one_line(exc)}")
             return
@@ -248,8 +226,7 @@ class Engine:
     def _fold(self, live: list[Entry], reserved: int, outcome: BatchOutcome) -> None:
         """The scheduler's postprocess: refund, then fold each output into its loop (or fail its request)."""
         loop, outputs, stats = live[0].loop, outcome.outputs, self.stats
-        self.budget.release(reserved)
-        self.budget.keep(loop.component)
+        self.scheduler.refund_step(reserved, loop.component)
         stats.component_s += outcome.dur_s
         stats.batched_calls += 1
         loop_id = loop.loop_id
@@ -297,17 +274,11 @@ class Engine:
     def _end(self, r: EngineRequest, status: RequestStatus, error: str | None) -> None:
         if r.status.is_done:
             return
-        wired = r.wired
-        results = {}
+        results: dict = {}
         try:
-            for loop, state in wired.states:
-                if status is not RequestStatus.FINISHED:
-                    loop.abort(state)
-                results[loop.loop_id] = loop.finalize(state)
+            r.end_loops(status is RequestStatus.FINISHED, results)
         finally:
-            self.budget.release(r.reserved_bytes)
-            r.reserved_bytes = 0
-            self.scheduler.remove(r)
+            self.scheduler.remove(r)  # its resident bytes refunded
             del self._requests[r.request_id]
             self._cancels.discard(r.request_id)
             r.wired = None  # its caches, channels and hidden states go now, not when the caller lets go

@@ -51,6 +51,7 @@ def run_batch(component: Any, kind: str, inputs: list) -> list:
 class Executor:
     """Runs batches on one component; the engine keeps at most one call in flight on it."""
 
+    kind = "inline"  # where it runs: inline | thread | process | ray (a placement's executor)
     inline = False  # True: `run` returns the outcome in the caller's thread, and the engine calls it, not `submit`
 
     def submit(self, kind: str, inputs: list) -> Future[BatchOutcome]:
@@ -63,6 +64,14 @@ class Executor:
         """Why this executor cannot run calls any more (its worker process or actor is gone), else None.
         Cheap and callable from any thread: a server's /health asks it without making a call."""
         return None
+
+    def live_states(self) -> int:
+        """Per-request component states held where it runs (KV caches, vocoder contexts): 0 when every
+        request's state was released. Where it runs in the engine's process, the loops hold them: 0."""
+        return 0
+
+    def kill(self) -> None:
+        """End its workers now, as a crash would (tests of a worker that dies); the engine's process: nothing."""
 
     def view(self, component: Any) -> Any:
         """The component as the driver's loops and feeds use it (a talker whose thinker's states stay in the

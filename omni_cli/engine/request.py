@@ -60,6 +60,13 @@ class EngineRequest:
         elif isinstance(event, TextPiece) and self.collect:
             self.text.append(event.text)
 
+    def end_loops(self, finished: bool, results: dict[str, LoopResult]) -> None:
+        """Each loop's finalize (after its abort unless the request finished) into `results`, as far as it gets."""
+        for loop, state in self.wired.states:
+            if not finished:
+                loop.abort(state)
+            results[loop.loop_id] = loop.finalize(state)
+
     def metrics(self, sample_rate: int, results: dict[str, LoopResult]) -> dict[str, Any]:
         end = self.finished_s if self.finished_s is not None else self.submitted_s
         ttfa = None if self.first_audio_s is None else self.first_audio_s - self.submitted_s

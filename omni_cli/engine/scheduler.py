@@ -1,11 +1,13 @@
-"""The Scheduler decides: which queued requests are admitted, which ready plans run, grouped and ordered.
+"""The Scheduler decides: which queued requests are admitted, which ready plans run, grouped and ordered,
+and every reservation of the memory budget (a request's resident bytes, a batch's step bytes, their refunds).
 
-It never runs anything and never ends a request itself: `schedule()` returns a `Decision` the engine
-carries out (nano-vllm's `schedule()`; the engine's fold is its `postprocess()`).
+It never runs anything and never ends a request itself: `schedule()` returns a `Decision` and `reserve_step()`
+a `StepVerdict` the engine carries out (nano-vllm's `schedule()`; the engine's fold is its `postprocess()`).
 """
 
 from __future__ import annotations
 
+import enum
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..loops import Wait, WorkPlan
 from ..spec.stream import RequestStatus
-from .admission import MemoryBudget
+from .admission import AdmissionError, MemoryBudget, mib
 
 POLICIES = ("latency-first", "round-robin")
 
@@ -87,8 +89,29 @@ def order_groups(groups: list[Group], policy: str) -> list[Group]:
     raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
 
 
+class Verdict(enum.Enum):
+    """What to do with a batch of ready plans (`Scheduler.reserve_step`)."""
+
+    RUN = "run"  # its step bytes are reserved: launch it
+    WAIT = "wait"  # calls in flight hold step bytes: plan it again once they refund
+    SPLIT = "split"  # too big together: launch its halves, each decided again
+    FAIL = "fail"  # one request's step can never fit: it fails
+
+
+class StepVerdict(NamedTuple):
+    verdict: Verdict
+    reserved: int = 0  # RUN: the bytes to refund when the call is folded
+    split_at: int = 0  # SPLIT: the first half's length
+    error: str = ""  # FAIL: why
+
+
+_WAIT = StepVerdict(Verdict.WAIT)
+_RUNNING = RequestStatus.RUNNING
+
+
 class Scheduler:
-    """Holds the queue and the running set; admission reserves resident bytes, policy orders the work."""
+    """Holds the queue, the running set and the memory budget; admission reserves resident bytes, each
+    launch a batch's step bytes, and policy orders the work."""
 
     def __init__(self, policy: str, max_batch: int, budget: MemoryBudget):
         if policy not in POLICIES:
@@ -100,14 +123,55 @@ class Scheduler:
         self.running: list[Any] = []
 
     def add(self, request: Any) -> None:
+        """Queue a wired request; AdmissionError if it can never fit the budget, even alone."""
+        resident, peak, capacity = request.resident_bytes, request.peak_step_bytes, self.budget.capacity
+        if resident + peak > capacity:
+            raise AdmissionError(f"request {request.request_id} needs {mib(resident + peak)} ({mib(resident)} "
+                                 f"resident + {mib(peak)} per step), over the {mib(capacity)} memory budget")
         self.queued.append(request)
 
     def remove(self, request: Any) -> None:
-        """A request ended (finished, failed, cancelled): it leaves the queue or the running set."""
+        """A request ended (finished, failed, cancelled): it leaves the queue or the running set, and its
+        resident bytes go back to the budget."""
+        self.budget.release(request.reserved_bytes)
+        request.reserved_bytes = 0
         if request in self.running:
             self.running.remove(request)
         elif request in self.queued:
             self.queued.remove(request)
+
+    def runnable(self, entries: list[Entry]) -> list[Entry]:
+        """The entries whose request still runs and is not being cancelled (a plan made before it ended)."""
+        if len(entries) == 1:  # most ticks: no list to build
+            r = entries[0].request
+            return entries if r.status is _RUNNING and not r.cancel_requested else []
+        return [e for e in entries if e.request.status is _RUNNING and not e.request.cancel_requested]
+
+    def reserve_step(self, live: list[Entry], calls_in_flight: bool) -> StepVerdict:
+        """Reserve a batch's step bytes, or say why not. Admission left room for any single step, so a batch
+        that does not fit splits; calls in flight hold step bytes, so with any in flight it waits instead."""
+        component = live[0].loop.component
+        need = int(component.batch_step_bytes(live[0].plan.kind, [e.plan.step_bytes for e in live]))
+        if self.budget.try_reserve(need):
+            return StepVerdict(Verdict.RUN, need)
+        if calls_in_flight:
+            return _WAIT
+        if len(live) == 1:
+            budget = self.budget
+            return StepVerdict(Verdict.FAIL, error=f"step needs {mib(need)} but only {mib(budget.free)} "
+                                                   f"of {mib(budget.capacity)} is free")
+        return StepVerdict(Verdict.SPLIT, split_at=len(live) // 2)
+
+    def refund_step(self, reserved: int, component: Any | None) -> None:
+        """A call came back: its step bytes return; what the component kept resident stays reserved
+        (None: the call itself broke, nothing ran to keep)."""
+        self.budget.release(reserved)
+        if component is not None:
+            self.budget.keep(component)
+
+    def reset_peak(self) -> None:
+        """Count the budget's peak afresh, from what is reserved now."""
+        self.budget.peak_reserved = self.budget.reserved
 
     def schedule(self, in_flight: set[int]) -> Decision:
         """Admit what fits, then collect every running request's next plan, grouped and ordered.

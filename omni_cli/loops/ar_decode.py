@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from .base import (
 )
 from .channel import ARChannel
 from .feeds import ARFeed
+from .recorder import record_ar
 from .registry import register_loop_kind
 from .sampling import Sampler
 
@@ -250,3 +252,15 @@ class ARDecodeLoop(Loop):
         state.cache = None
         state.status = LoopStatus.FINISHED
         state.out.close()
+
+    @classmethod
+    def describe(cls, spec: LoopSpec) -> str:
+        return f", max_tokens {spec.max_tokens}"
+
+    def start_recording(self, state: ARState, replay: Mapping[str, Sequence[int]] | None) -> None:
+        record_ar(self, state, replay)
+
+    def behaviour_settings(self, seed: int) -> dict[str, Any]:
+        s = self.sampler
+        return {"sampling": asdict(self.spec.sampling), "max_tokens": self.spec.max_tokens,
+                "suppressed_ids": list(s.suppressed), "eos_ids": sorted(set(s.suppressed_and_eos) - set(s.suppressed))}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from .base import (
 )
 from .channel import Channel
 from .feeds import CodesFeed
+from .recorder import record_audio
 from .registry import register_loop_kind
 
 
@@ -86,7 +88,7 @@ class AudioDecodeLoop(Loop):
         super().__init__(loop_id, spec, component, stage)
         self.chunk_codes = spec.chunk_codes  # 0: the whole utterance as one chunk
         # codes of context a chunk's window reads besides its own (a cost per chunk, whatever its size)
-        self.context_codes = int(getattr(component, "context_codes", component.lookahead_codes))
+        self.context_codes = int(component.context_codes)
         self._slack = spec.chunk_growth == "slack"  # else the sizes are the card's alone (no call per tick)
         self._timed = self._slack or spec.largest_when_slow  # each chunk's time from its plan to its audio
         # beside other requests: the first chunk's codes and the schedule's chunks it reaches into (1: none shared)
@@ -255,3 +257,32 @@ class AudioDecodeLoop(Loop):
 
     def abort(self, state: AudioState) -> None:
         self._finish(state, None)
+
+    @classmethod
+    def describe(cls, spec: LoopSpec) -> str:
+        if spec.first_chunks:
+            growth = "growing by playback slack" if spec.chunk_growth == "slack" else "doubling"
+            firsts = ", ".join(map(str, spec.first_chunks)) + (", then" if len(spec.first_chunks) > 1 else "")
+            text = f", chunk_codes {firsts} {growth} to {spec.chunk_codes}"
+        else:
+            text = f", chunk_codes {spec.chunk_codes}"
+        if spec.first_audio_codes:
+            text += f", first audio after {spec.first_audio_codes}"
+        if spec.shared_first_codes and spec.chunk_codes:
+            text += f", the first {spec.shared_first_codes} codes as one chunk beside other requests"
+        elif spec.shared_first_chunks > 1 and spec.chunk_codes:
+            text += f", the first {spec.shared_first_chunks} as one beside other requests"
+        if spec.largest_when_slow and spec.chunk_codes:
+            text += f", {spec.chunk_codes} after a chunk slower than its audio"
+        return text
+
+    def start_recording(self, state: AudioState, replay: Mapping[str, Sequence[int]] | None) -> None:
+        record_audio(self, state, replay)
+
+    def behaviour_settings(self, seed: int) -> dict[str, Any]:
+        """What sized the chunks (the behaviour columns say what they were: some rules read the clock)."""
+        spec = self.spec
+        return {"chunk_codes": spec.chunk_codes, "first_chunk_codes": spec.first_chunk_codes,
+                "chunk_growth": spec.chunk_growth, "first_audio_codes": spec.first_audio_codes,
+                "shared_first_chunks": spec.shared_first_chunks, "shared_first_codes": spec.shared_first_codes,
+                "largest_when_slow": spec.largest_when_slow, "noise_seed": seed}

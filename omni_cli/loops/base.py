@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -109,6 +109,7 @@ class Loop:
     reads: ClassVar[str]  # the slot kind it reads (program/ops.py SLOT_KINDS)
     makes: ClassVar[str]  # the slot kind it publishes
     output: ClassVar[type]  # the channel class it publishes into
+    takes_speed: ClassVar[bool] = False  # a request's `speed` stretches what it makes (sentence voices)
 
     def __init__(self, loop_id: str, spec: Any, component: Component, stage: int):
         self.loop_id = loop_id
@@ -153,3 +154,17 @@ class Loop:
     def abort(self, state: LoopState) -> None:
         """Release what the state holds and close its output (cancel, failure)."""
         raise NotImplementedError
+
+    @classmethod
+    def describe(cls, spec: Any) -> str:
+        """What a card's settings for this kind say, as `omni cards show` lists them (", max_tokens 64")."""
+        return ""
+
+    def start_recording(self, state: LoopState, replay: Mapping[str, Sequence[int]] | None) -> None:
+        """The rollout profile: give `state` the recorder of this kind's behaviour columns (loops/recorder.py);
+        with `replay` (loop id: recorded tokens), re-score them instead. A kind with no columns records nothing."""
+
+    def behaviour_settings(self, seed: int) -> dict[str, Any]:
+        """What decided each WorkUnit's behaviour beyond its recorded columns (a rollout sample's header):
+        sampling, chunk sizes; `seed`, the request's."""
+        return {}

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from .ar_decode import ARDecodeLoop, ARState
-from .audio_decode import AudioDecodeLoop
 from .base import NO_BOUND, LoopState, OutputBound
 from .feeds import ARFeed, StepFeed
 from .sampling import Drawn, Sampler, model_logprob
@@ -128,17 +126,23 @@ class ReplayFeed(ARFeed):
 
 
 def attach_recorders(states: Sequence[tuple[Any, LoopState]], replay: Mapping[str, Sequence[int]] | None) -> None:
-    """Give each loop state its recorder (the rollout profile). With `replay` (loop id: tokens), teacher-force
-    those tokens instead of sampling, and skip the vocoder: re-scoring needs log-probabilities, not audio."""
+    """Give each loop state its recorder (the rollout profile): each loop kind says which (`start_recording`).
+    With `replay` (loop id: tokens), teacher-force those tokens instead of sampling."""
     for loop, state in states:
-        if isinstance(loop, ARDecodeLoop):
-            assert isinstance(state, ARState)
-            state.recorder = ARRecorder(loop.sampler, state.feed)
-            if replay is not None:
-                if not replay.get(loop.loop_id):
-                    raise ValueError(f"no recorded tokens for loop {loop.loop_id!r} (recorded: {', '.join(replay)})")
-                state.feed = ReplayFeed(state.feed, replay[loop.loop_id])
-        elif isinstance(loop, AudioDecodeLoop):
-            state.recorder = AudioRecorder()
-            if replay is not None:
-                loop.abort(state)
+        loop.start_recording(state, replay)
+
+
+def record_ar(loop: Any, state: Any, replay: Mapping[str, Sequence[int]] | None) -> None:
+    """An AR loop's recorder; with `replay`, its recorded tokens forced step by step."""
+    state.recorder = ARRecorder(loop.sampler, state.feed)
+    if replay is not None:
+        if not replay.get(loop.loop_id):
+            raise ValueError(f"no recorded tokens for loop {loop.loop_id!r} (recorded: {', '.join(replay)})")
+        state.feed = ReplayFeed(state.feed, replay[loop.loop_id])
+
+
+def record_audio(loop: Any, state: Any, replay: Mapping[str, Sequence[int]] | None) -> None:
+    """A vocoder loop's recorder; re-scoring skips the vocoder: it needs log-probabilities, not audio."""
+    state.recorder = AudioRecorder()
+    if replay is not None:
+        loop.abort(state)

@@ -207,6 +207,7 @@ class SentenceFramesLoop(Loop):
     roles = ("acoustic",)
     reads, makes = "phoneme_feed", "frame_stream"
     output = Channel
+    takes_speed = True
     spec: LoopSpec
     component: AcousticModel
 

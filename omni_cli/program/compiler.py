@@ -63,11 +63,24 @@ class CompiledProgram:
         than one (backends/hf/rows.py); the trace's run record and `omni bench` show it."""
         out = {}
         for name, component in self.components.items():
-            if (t := getattr(component, "threads", None)) is not None:
+            if (t := component.threads) is not None:
                 out[name] = {"count": t.count, "source": t.source}
-                if getattr(component, "row_threads", 1) > 1:
+                if component.row_threads > 1:
                     out[name]["rows"] = component.row_threads
         return out
+
+    def state_handoff(self) -> tuple[str, str] | None:
+        """(sender, receiver): the components on either side of the program's hand-off that carries hidden
+        states (an op registered with `states=True`), from the loops that make and read it; None if none."""
+        made_by = {node.output: node for node in self.order if node.output is not None}
+        for node in self.order:
+            if node.op is None or not OPS[node.op].carries_states:
+                continue
+            source = made_by.get(node.inputs[0])
+            reader = next((n for n in self.order if n.loop is not None and node.output in n.inputs), None)
+            if source is not None and source.loop is not None and reader is not None:
+                return self.loops[source.loop].spec.component, self.loops[reader.loop].spec.component
+        return None
 
     def voices(self) -> list[str]:
         talker = self.roles.get("talker")  # the talker conditions on the voice: it knows them
@@ -76,7 +89,7 @@ class CompiledProgram:
     def _check_speed(self, request: SpeakRequest) -> None:
         if request.speed is None:
             return
-        if not any(loop.kind == "sentence_frames" for loop in self.loops.values()):
+        if not any(loop.takes_speed for loop in self.loops.values()):
             raise SpecError([SpecIssue("<request>", None, "speed",
                                        f"card {self.card.model!r} has no speed control (a sentence voice has)")])
         lo, hi = SPEED_RANGE

@@ -33,6 +33,7 @@ class Op:
     reads: tuple[str, ...]  # the kind of value each input slot must hold (see SLOT_KINDS)
     makes: str | None  # the kind of value its output slot holds; None: no output
     is_handoff: bool = False
+    carries_states: bool = False  # it hands one loop's hidden states to the next (a direct hand-off may skip the driver)
     doc: str = ""
 
     @property
@@ -66,9 +67,9 @@ SLOT_KINDS = {
 OPS: dict[str, Op] = {}
 
 
-def _op(name: str, *, reads: tuple[str, ...], makes: str | None, handoff: bool = False):
+def _op(name: str, *, reads: tuple[str, ...], makes: str | None, handoff: bool = False, states: bool = False):
     def register(fn):
-        OPS[name] = Op(name, fn, reads, makes, handoff, (fn.__doc__ or "").strip())
+        OPS[name] = Op(name, fn, reads, makes, handoff, states, (fn.__doc__ or "").strip())
         return fn
     return register
 
@@ -128,7 +129,7 @@ def emit_text(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
     channel.listen(on_item)
 
 
-@_op("thinker_to_talker", reads=("ar_stream@thinker",), makes="ar_feed@talker", handoff=True)
+@_op("thinker_to_talker", reads=("ar_stream@thinker",), makes="ar_feed@talker", handoff=True, states=True)
 def thinker_to_talker(ctx: RequestContext, inputs: list[Any], mode: str) -> TalkerFeed:
     """Full payload: the thinker's tokens and hidden states become the talker's conditioning."""
     return TalkerFeed(ctx.roles["talker"], inputs[0], mode, ctx.voice)

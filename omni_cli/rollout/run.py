@@ -11,7 +11,6 @@ from typing import Any
 
 from ..audio import open_audio_output
 from ..engine import Engine, RequestHandle
-from ..loops import ARDecodeLoop, AudioDecodeLoop
 from ..program import CompiledProgram
 from ..spec import SpeakRequest
 from ..spec.stream import RequestDone
@@ -123,18 +122,7 @@ def sample_meta(program: CompiledProgram, request: SpeakRequest, prompt_index: i
     loops: dict[str, Any] = {}
     for loop_id, loop in program.loops.items():
         entry: dict[str, Any] = {"kind": loop.kind, "component": loop.spec.component}
-        if isinstance(loop, ARDecodeLoop):
-            s = loop.sampler
-            entry.update(sampling=asdict(loop.spec.sampling), max_tokens=loop.spec.max_tokens,
-                         suppressed_ids=list(s.suppressed),
-                         eos_ids=sorted(set(s.suppressed_and_eos) - set(s.suppressed)))
-        elif isinstance(loop, AudioDecodeLoop):
-            # what sized the chunks (the behaviour columns say what they were: some rules read the clock)
-            spec = loop.spec
-            entry.update(chunk_codes=spec.chunk_codes, first_chunk_codes=spec.first_chunk_codes,
-                         chunk_growth=spec.chunk_growth, first_audio_codes=spec.first_audio_codes,
-                         shared_first_chunks=spec.shared_first_chunks, shared_first_codes=spec.shared_first_codes,
-                         largest_when_slow=spec.largest_when_slow, noise_seed=request.seed)
+        entry.update(loop.behaviour_settings(request.seed))
         loops[loop_id] = entry
     backends = {c.backend for c in card.components.values()}
     return {

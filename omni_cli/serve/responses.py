@@ -27,7 +27,6 @@ class EngineResponse:
         self.worker = worker
         self.ticket = ticket
         self.produce = produce
-        self.client_gone = False
 
     async def __call__(self, scope, receive, send) -> None:
         try:
@@ -35,14 +34,13 @@ class EngineResponse:
                 async def watch() -> None:
                     while (await receive())["type"] != "http.disconnect":
                         pass
-                    self.client_gone = True
                     tasks.cancel_scope.cancel()
 
                 tasks.start_soon(watch)
                 try:
                     await self.produce(send)
                 except OSError:  # the socket went away under a send: the same as a disconnect
-                    self.client_gone = True
+                    pass
                 finally:
                     tasks.cancel_scope.cancel()
         finally:

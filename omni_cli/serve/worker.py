@@ -57,7 +57,6 @@ class EngineWorker:
         self._routes: dict[str, Ticket] = {}  # engine thread: request id -> its ticket
         self._ids = itertools.count(1)
         self._thread = threading.Thread(target=self._run, name="omni-engine", daemon=True)
-        self.crashed: BaseException | None = None
         if on_trace is not None:
             engine.subscribe(on_trace)  # before the thread starts: subscribers are not thread-safe
 
@@ -193,7 +192,6 @@ class EngineWorker:
                     engine.step()
                 self._route(engine.poll())
         except BaseException as exc:  # a broken engine: every open request hears it, the server says 503
-            self.crashed = exc
             for ticket in [*self._routes.values(), *self._pending]:
                 self._send(ticket, RequestDone(ticket.request_id, RequestStatus.FAILED, f"engine crashed: {exc}"))
             raise

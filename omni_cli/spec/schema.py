@@ -107,24 +107,7 @@ def _convert_value(tp: Any, value: Any, key: str, src: Located, issues: IssueLis
     line = src.line(key)
     origin = get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        options = get_args(tp)
-        if value is None and type(None) in options:
-            return None
-        shaped = None  # the issues of the one option of the value's own shape (a list for a list), if one
-        for option in options:
-            if option is type(None):
-                continue
-            trial = IssueList(issues.file)
-            out = _convert(option, value, key, src, trial, meta)
-            if not trial.issues:
-                return out
-            if get_origin(option) in (list, dict) and isinstance(value, get_origin(option)):
-                shaped = trial
-        if shaped is not None:  # say which item is wrong, not only that the whole is
-            issues.extend(shaped.issues)
-        else:
-            issues.add(line, key, f"expected {_type_name(tp)}, got {_got(value)}")
-        return _MISSING
+        return _union(tp, value, key, src, issues, meta)
     if origin is Literal:
         if value not in get_args(tp) or isinstance(value, bool):
             issues.add(line, key, f"expected one of {_type_name(tp)}, got {value!r}")
@@ -148,6 +131,33 @@ def _convert_value(tp: Any, value: Any, key: str, src: Located, issues: IssueLis
         return {k: v for k, v in out.items() if v is not _MISSING}
     if tp is Any:
         return value
+    return _scalar(tp, value, key, line, issues, meta)
+
+
+def _union(tp: Any, value: Any, key: str, src: Located, issues: IssueList, meta: dict) -> Any:
+    """The first option of `tp` the value converts to; else the issues of the option of the value's own shape."""
+    options = get_args(tp)
+    if value is None and type(None) in options:
+        return None
+    shaped = None  # the issues of the one option of the value's own shape (a list for a list), if one
+    for option in options:
+        if option is type(None):
+            continue
+        trial = IssueList(issues.file)
+        out = _convert(option, value, key, src, trial, meta)
+        if not trial.issues:
+            return out
+        if get_origin(option) in (list, dict) and isinstance(value, get_origin(option)):
+            shaped = trial
+    if shaped is not None:  # say which item is wrong, not only that the whole is
+        issues.extend(shaped.issues)
+    else:
+        issues.add(src.line(key), key, f"expected {_type_name(tp)}, got {_got(value)}")
+    return _MISSING
+
+
+def _scalar(tp: Any, value: Any, key: str, line: int | None, issues: IssueList, meta: dict) -> Any:
+    """A bool, int, float or str: its type, a finite number, non-empty valid text, the field's bounds."""
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):

@@ -81,17 +81,17 @@ def test_at_concurrency_1_the_reference_suite_runs_ours_once(tiny_checkpoint):
 
 
 def test_rounds_run_the_whole_comparison_again_and_each_round_is_judged_on_its_own(tiny_checkpoint, monkeypatch):
-    from omni_cli.bench import suites
+    from omni_cli.bench import reference
     from omni_cli.bench.targets import across_rounds
 
     program = load("qwen2_5_omni", settings={"model_path": str(tiny_checkpoint)})
-    warmed, run = [], suites.run_workload
+    warmed, run = [], reference.run_workload
 
     def recorded(*args, warm_up=False, **kwargs):
         warmed.append(warm_up)
         return run(*args, warm_up=warm_up, **kwargs)
 
-    monkeypatch.setattr(suites, "run_workload", recorded)
+    monkeypatch.setattr(reference, "run_workload", recorded)
     steps = []
     results, compared = reference_suite(program, num_requests=1, short_chars=10, concurrency=1, thinker_max=4,
                                         talker_codes=10, rounds=2, on_progress=lambda *step: steps.append(step[:3]))

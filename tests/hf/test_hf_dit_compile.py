@@ -12,7 +12,8 @@ pytest.importorskip("transformers")
 from hf_cards import run_example  # noqa: E402
 
 from omni_cli.backends.hf import build  # noqa: E402
-from omni_cli.backends.hf.dit import DiTCompile, sample_window  # noqa: E402
+from omni_cli.backends.hf.dit import sample_window  # noqa: E402
+from omni_cli.backends.hf.dit_compile import DiTCompile  # noqa: E402
 from omni_cli.backends.hf.params import VocoderParams  # noqa: E402
 from omni_cli.spec import Located, SpecError, load_dataclass  # noqa: E402
 

@@ -67,7 +67,6 @@ _TALKER = {
     "7b": {"embedding_size": 3584, "hidden_size": 896, "intermediate_size": 18944, "num_attention_heads": 12,
            "num_key_value_heads": 4, "head_dim": 128, "mrope": MROPE},
 }
-RELEASED_DEPTH = {"3b": {"thinker": 36, "talker": 24}, "7b": {"thinker": 28, "talker": 24}}
 VARIANTS = tuple(_THINKER_TEXT)
 
 

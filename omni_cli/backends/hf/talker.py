@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput, ARStepOutput, Prefill
+from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput, ARStepOutput, Prefill, TalkerModel
 from omni_cli.backends.hf.ar import (
     ARCache,
     RaggedBatch,
@@ -49,7 +49,7 @@ class TalkerPrefill:
     text_ids: torch.Tensor  # [1, P + 2]: prompt, voice BOS, first reply token (for RoPE positions)
 
 
-class HFTalker:
+class HFTalker(TalkerModel):
     role = "talker"
     codes_bound_is_cap = True  # generate's talker_max_new_tokens: reaching it cuts the speech short
 

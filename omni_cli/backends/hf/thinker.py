@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import torch
 
-from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ListenPrompt, ThinkerPrompt
+from omni_cli.backends.base import (
+    AR_PREFILL,
+    AR_TOKEN,
+    ARStepInput,
+    ARStepOutput,
+    ListenPrompt,
+    ThinkerModel,
+    ThinkerPrompt,
+)
 from omni_cli.backends.hf.ar import (
     ARCache,
     RaggedBatch,
@@ -25,7 +33,7 @@ from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 from omni_cli.backends.hf.tokenizer import PromptBuilder
 
 
-class HFThinker:
+class HFThinker(ThinkerModel):
     """Text LLM. Each step returns the next-token logits, the last hidden state and the input embedding
     of every consumed position: the talker's conditioning."""
 

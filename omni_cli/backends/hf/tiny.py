@@ -14,6 +14,7 @@ import json
 import string
 import sys
 from pathlib import Path
+from typing import Any
 
 CONFIG_PATH = Path(__file__).with_name("tiny_config.json")  # ~1.1 M parameters, builds and generates on CPU
 VOICES = {"Chelsie": 190, "Ethan": 191}  # voice -> its text BOS token (a thinker id, as in real spk_dict.pt)
@@ -92,11 +93,42 @@ def build_tiny_checkpoint(directory: Path) -> Path:
 
 def _build(directory: Path) -> Path:
     import torch
-    from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration
+    from transformers import Qwen2_5OmniConfig
 
     from . import build
 
     config = Qwen2_5OmniConfig(**json.loads(CONFIG_PATH.read_text()))
+    model, spk = _random_model(config)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_tokenizer(directory, config.thinker_config.text_config.vocab_size)
+    save_feature_extractor(directory, config.thinker_config.audio_config.num_mel_bins)
+    torch.save(spk, directory / "spk_dict.pt")
+    model.save_pretrained(directory)
+
+    # the thinker, run greedily through our own components, picks its EOS
+    settings = {"model_path": str(directory), "codec_bos_pad_in_prefill": False}
+    parts = build(None, {}, settings)
+    ids = parts["thinker"].encode(PROMPT, "chat").prefill_ids
+    model.speaker_map = spk
+    # only the thinker and talker trajectories matter here: skip the waveform
+    model.token2wav.forward = lambda *args, **kwargs: torch.zeros(1)
+    seq = model.thinker.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False)
+    reply = seq[0, len(ids) :].tolist()
+    eos = _first_new_at(reply, THINKER_STOP_AT, set(SPECIAL_TOKENS) | set(VOICES.values()))
+    config.thinker_config.text_config.eos_token_id = eos
+    model.thinker.generation_config.eos_token_id = eos
+    _stop_the_talker(model, config, ids)
+    del model.token2wav.forward
+    model.save_pretrained(directory)
+    return directory
+
+
+def _random_model(config: Any) -> tuple[Any, dict]:
+    """The model's random weights, scaled so its parts do something checkable, and the voices' speaker
+    entries: drawn in this order from one seed, so every build is the same checkpoint."""
+    import torch
+    from transformers import Qwen2_5OmniForConditionalGeneration
+
     torch.manual_seed(1236)  # a seed whose greedy thinker reply has a fresh token at step 6
     model = Qwen2_5OmniForConditionalGeneration(config).eval()
     with torch.no_grad():
@@ -117,27 +149,16 @@ def _build(directory: Path) -> Path:
         name: {"bos_token": bos, "cond": torch.randn(1, 16), "ref_mel": torch.randn(1, 30 + 7 * i, 80)}
         for i, (name, bos) in enumerate(VOICES.items())
     }
-    directory.mkdir(parents=True, exist_ok=True)
-    save_tokenizer(directory, config.thinker_config.text_config.vocab_size)
-    save_feature_extractor(directory, config.thinker_config.audio_config.num_mel_bins)
-    torch.save(spk, directory / "spk_dict.pt")
-    model.save_pretrained(directory)
+    return model, spk
 
-    # the thinker, run greedily through our own components, picks its EOS
-    settings = {"model_path": str(directory), "codec_bos_pad_in_prefill": False}
-    parts = build(None, {}, settings)
-    ids = parts["thinker"].encode(PROMPT, "chat").prefill_ids
-    model.speaker_map = spk
-    # only the thinker and talker trajectories matter here: skip the waveform
-    model.token2wav.forward = lambda *args, **kwargs: torch.zeros(1)
+
+def _stop_the_talker(model: Any, config: Any, ids: list[int]) -> None:
+    """Greedy generate's talker codes for the prompt: where it does not stop by itself, its codec head is
+    changed so that it stops at TALKER_STOP_AT (the first fresh code there swapped with the end code)."""
+    import torch
+
     talker_cfg = config.talker_config
     talker_eos = [talker_cfg.tts_codec_pad_token_id, talker_cfg.tts_codec_end_token_id]
-    seq = model.thinker.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False)
-    reply = seq[0, len(ids) :].tolist()
-    eos = _first_new_at(reply, THINKER_STOP_AT, set(SPECIAL_TOKENS) | set(VOICES.values()))
-    config.thinker_config.text_config.eos_token_id = eos
-    model.thinker.generation_config.eos_token_id = eos
-
     captured = {}
     generate = model.talker.generate
 
@@ -158,21 +179,18 @@ def _build(directory: Path) -> Path:
         talker_eos_token_id=talker_eos,
     )
     del model.talker.generate
-    del model.token2wav.forward
     codes = captured["out"][0, len(ids) + 2 :].tolist()
     stops = [i for i, code in enumerate(codes) if code in talker_eos]
     if stops:  # the talker stops by itself
         if stops[0] < TALKER_STOP_AT // 2:
             raise RuntimeError(f"the talker stops too early: {codes}; pick another seed")
-    else:
-        prefill_codes = {talker_cfg.tts_codec_mask_token_id, *talker_eos, talker_cfg.tts_codec_start_token_id}
-        fresh = _first_new_at(codes, TALKER_STOP_AT, prefill_codes)
-        end = talker_cfg.tts_codec_end_token_id
-        with torch.no_grad():
-            weight = model.talker.codec_head.weight
-            weight[[fresh, end]] = weight[[end, fresh]].clone()
-    model.save_pretrained(directory)
-    return directory
+        return
+    prefill_codes = {talker_cfg.tts_codec_mask_token_id, *talker_eos, talker_cfg.tts_codec_start_token_id}
+    fresh = _first_new_at(codes, TALKER_STOP_AT, prefill_codes)
+    end = talker_cfg.tts_codec_end_token_id
+    with torch.no_grad():
+        weight = model.talker.codec_head.weight
+        weight[[fresh, end]] = weight[[end, fresh]].clone()
 
 
 if __name__ == "__main__":

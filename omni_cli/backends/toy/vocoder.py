@@ -46,6 +46,7 @@ class NumpyVocoder(VocoderModel):
         self.params = params
         self.sample_rate = sample_rate
         self.lookahead_codes = params.lookahead_codes
+        self.context_codes = params.lookahead_codes  # causal: a chunk decodes only its look-ahead beside its own
         ws = WeightSource(seed, 2)
         h, k = params.hidden, params.kernel_codes
         self.code_embedding = ws.table(codebook_size, h)

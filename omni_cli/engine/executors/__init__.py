@@ -43,8 +43,9 @@ def make_executors(program: Any, placement: dict[str, PlacementSpec], *, ray_add
                    direct_handoff: bool = True) -> dict[str, Executor]:
     """One executor per component, started (workers built, actors up); closes what it started if one fails.
 
-    direct_handoff: with the thinker and the talker both in processes or both on Ray, the thinker's states go
-    from its worker to the talker's, not through the driver (handoff.py); False sends them through the driver."""
+    direct_handoff: with the two sides of the program's state hand-off (the thinker and the talker) both in
+    processes or both on Ray, the sender's states go from its worker to the receiver's, not through the driver
+    (handoff.py); False sends them through the driver."""
     _check_devices(program, placement)
     if ray_address is not None and not any(p.executor == "ray" for p in placement.values()):
         raise SpecError([SpecIssue("<command line>", None, "--ray-address",
@@ -60,7 +61,9 @@ def make_executors(program: Any, placement: dict[str, PlacementSpec], *, ray_add
     try:
         for name, component in program.components.items():
             role = None if pair is None else "send" if name == pair[0] else "receive" if name == pair[1] else None
-            executors[name] = _make(name, component, program, placement[name], placement, ray_address, role, link)
+            sender = program.components[pair[0]] if role == "receive" else None
+            executors[name] = _make(name, component, program, placement[name], placement, ray_address, role, link,
+                                    sender)
     except BaseException:
         close_executors(executors)
         raise
@@ -71,26 +74,26 @@ def make_executors(program: Any, placement: dict[str, PlacementSpec], *, ray_add
 
 
 def _handoff_pair(program: Any, placement: dict[str, PlacementSpec]) -> tuple[str, str] | None:
-    """(thinker, talker) names when both run remote on one executor kind, so their hand-off can skip the driver."""
-    by_role = {c.role: name for name, c in program.components.items()}
-    thinker, talker = by_role.get("thinker"), by_role.get("talker")
-    if thinker is None or talker is None:
+    """The program's state hand-off (sender, receiver: program.state_handoff) when both sides run remote on one
+    executor kind, so the states can skip the driver."""
+    pair = program.state_handoff()
+    if pair is None:
         return None
-    kinds = {placement[thinker].executor, placement[talker].executor}
-    return (thinker, talker) if len(kinds) == 1 and kinds <= {"process", "ray"} else None
+    kinds = {placement[pair[0]].executor, placement[pair[1]].executor}
+    return pair if len(kinds) == 1 and kinds <= {"process", "ray"} else None
 
 
 def close_executors(executors: dict[str, Executor]) -> None:
     for executor in executors.values():
         executor.close()
-    if any(getattr(e, "kind", None) == "ray" for e in executors.values()):
+    if any(e.kind == "ray" for e in executors.values()):
         from .ray import shutdown_ray
 
         shutdown_ray()
 
 
 def _make(name: str, component: Any, program: Any, spec: PlacementSpec, placement: dict[str, PlacementSpec],
-          ray_address: str | None, handoff: str | None, link: Any) -> Executor:
+          ray_address: str | None, handoff: str | None, link: Any, sender: Any) -> Executor:
     if spec.executor == "inline":
         return InlineExecutor(component)
     if spec.executor == "thread":
@@ -98,12 +101,11 @@ def _make(name: str, component: Any, program: Any, spec: PlacementSpec, placemen
 
         return ThreadExecutor(name, component)
     worker = WorkerSpec(program.card, dict(program.settings), name, spec.device, spec.num_threads, handoff)
-    thinker = program.roles["thinker"] if handoff == "receive" else None
     if spec.executor == "process":
         from .process import ProcessExecutor
 
         if spec.workers == 1:
-            return ProcessExecutor(name, worker, link if handoff else None, thinker)
+            return ProcessExecutor(name, worker, link if handoff else None, sender)
         from .workers import WorkersExecutor
 
         started: list[ProcessExecutor] = []
@@ -120,11 +122,11 @@ def _make(name: str, component: Any, program: Any, spec: PlacementSpec, placemen
     from .ray import RayExecutor, actor_resources, ensure_ray
 
     cpus = sum(actor_resources(p)["num_cpus"] for p in placement.values() if p.executor == "ray")
-    return RayExecutor(name, worker, spec, ensure_ray(ray_address, cpus), thinker)
+    return RayExecutor(name, worker, spec, ensure_ray(ray_address, cpus), sender)
 
 
 def _check_workers(program: Any, placement: dict[str, PlacementSpec], pair: tuple[str, str] | None) -> None:
-    """A thinker and a talker whose workers hand off directly pair one worker with one: neither has more."""
+    """The two sides of a direct hand-off pair one worker with one: neither has more."""
     if pair is None:
         return
     card, issues = program.card, []

@@ -28,7 +28,7 @@ class WorkersExecutor(Executor):
         if not workers:
             raise ValueError(f"{name}: at least one worker")
         self.name = name
-        self.kind = getattr(workers[0], "kind", "process")
+        self.kind = workers[0].kind
         self.workers = workers
         self._home: dict[int, int] = {}  # id(state) -> worker, while the state lives
         self._live = [0] * len(workers)  # live states per worker

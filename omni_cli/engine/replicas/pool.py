@@ -50,10 +50,6 @@ class ReplicaPool:
         self._cancel_requested = False
         self._count = 0
 
-    @property
-    def num_replicas(self) -> int:
-        return len(self.replicas)
-
     def now(self) -> float:
         return time.perf_counter() - self._t0
 

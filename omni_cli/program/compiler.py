@@ -86,10 +86,21 @@ class CompiledProgram:
         talker = self.roles.get("talker")  # the talker conditions on the voice: it knows them
         return talker.voices() if talker is not None else list(self.card.voices)
 
+    @property
+    def takes_speed(self) -> bool:
+        """Whether a request's `speed` means anything here: a loop kind that stretches what it makes."""
+        return any(loop.takes_speed for loop in self.loops.values())
+
+    @property
+    def takes_instructions(self) -> bool:
+        """Whether a request's `instructions` reach a thinker that takes them (a chat model's system prompt)."""
+        thinker = self.roles.get("thinker")
+        return thinker is not None and thinker.takes_instructions
+
     def _check_speed(self, request: SpeakRequest) -> None:
         if request.speed is None:
             return
-        if not any(loop.takes_speed for loop in self.loops.values()):
+        if not self.takes_speed:
             raise SpecError([SpecIssue("<request>", None, "speed",
                                        f"card {self.card.model!r} has no speed control (a sentence voice has)")])
         lo, hi = SPEED_RANGE

@@ -57,11 +57,10 @@ class ServeContext:
         voices = tuple(engine.program.voices())
         thinker = next((spec for name, spec in card.loops.items() if self._roles[name] == "thinker"), None)
         names = tuple(dict.fromkeys([card_name, card.model]))
-        speed = any(loop.kind == "sentence_frames" for loop in engine.program.loops.values())  # as the compiler
         self.info = ModelInfo(names, voices, card.defaults.voice or (voices[0] if voices else None),
                               card.limits.max_text_chars, thinker.max_tokens if thinker else 1, card.sample_rate,
-                              tuple(card.capabilities), SPEED_RANGE if speed else None,
-                              getattr(engine.program.roles.get("thinker"), "takes_instructions", False))
+                              tuple(card.capabilities), SPEED_RANGE if engine.program.takes_speed else None,
+                              engine.program.takes_instructions)
         self.worker = EngineWorker(engine, concurrency=options.concurrency, max_queue=options.max_queue,
                                    on_event=self._on_event, on_trace=self.metrics.on_trace)
         self.started = time.time()

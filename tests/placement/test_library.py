@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import wave
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,17 +13,14 @@ import omni_cli
 from omni_cli.engine.replicas import ReplicaPool
 from omni_cli.spec import SpecError
 
-# The README's library section, verbatim
-README_SNIPPET = '''
-import omni_cli
+def readme_snippet() -> str:
+    """The README's library section ("From Python"), read from README.md itself so the two cannot drift."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text[text.index("## From Python"):]
+    return section[section.index("```python\n") + len("```python\n"):section.index("\n```", section.index("```python"))]
 
-with omni_cli.load_voice("piper_joe") as voice:          # the default card: a Piper voice, nothing to download
-    speech = voice.speak("Hello from the library.")      # Speech: samples (float32), sample_rate, text
-    speech.write_wav("hello.wav")
-    print(f"{speech.duration_s:.2f} s at {speech.sample_rate} Hz")
-    for chunk in voice.stream("Streamed, one chunk at a time."):  # AudioChunk, as each is made
-        print(chunk.index, chunk.num_samples)
-'''
+
+README_SNIPPET = readme_snippet()
 
 LINES = ["Hello, world.", "A somewhat longer sentence, to make the lengths ragged."]
 

@@ -50,7 +50,7 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
         raise SpecError([SpecIssue(getattr(card, "source", "<hf settings>"), None, "model_path",
                                    "the hf backend needs a checkpoint directory: pass --model-path DIR")])
     missing = missing_checkpoint_file(config.model_path)
-    if missing:  # bad input (exit 2), said before torch is imported (issue 18: it exited 1)
+    if missing:  # bad input (exit 2), said before torch is imported
         raise SpecError([SpecIssue("--model-path", None, "", missing)])
     on_load(LoadStep("importing torch and transformers"))
     try:
@@ -59,11 +59,7 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
         from transformers import Qwen2_5OmniForConditionalGeneration  # noqa: F401
     except ImportError as exc:
         raise BackendUnavailable(INSTALL_HINT) from exc
-    from .loading import load_checkpoint
-    from .talker import HFTalker
-    from .thinker import HFThinker
     from .threads import choose_threads
-    from .token2wav import HFVocoder
 
     names = {"thinker": "thinker", "talker": "talker", "vocoder": "vocoder"}
     if card is not None:
@@ -83,9 +79,18 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
 
     if is_qwen3_omni(config.model_path):  # the checkpoint's config.json says which model it is
         return build_qwen3(config, names, role_params, threads, on_load)
-    if only is not None and only == names["vocoder"]:
-        from .loading import load_token2wav
+    return _build_qwen2_5(config, names, role_params, threads, on_load, only)
 
+
+def _build_qwen2_5(config: HFParams, names: dict[str, str], role_params: Any, threads: Any, on_load: LoadReporter,
+                   only: str | None) -> dict[str, Any]:
+    """Qwen2.5-Omni's components by name: thinker, talker, token2wav, and the audio tower where the card listens."""
+    from .loading import load_checkpoint, load_token2wav
+    from .talker import HFTalker
+    from .thinker import HFThinker
+    from .token2wav import HFVocoder
+
+    if only is not None and only == names["vocoder"]:
         return {only: HFVocoder(load_token2wav(config, on_load), role_params("vocoder"), only, threads("vocoder"), on_load)}
     loaded = load_checkpoint(config, on_load)
     thinker = HFThinker(loaded, role_params("thinker"), names["thinker"], threads("thinker"))

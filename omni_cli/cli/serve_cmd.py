@@ -61,7 +61,6 @@ def serve(
                                                  help="Open connections; past it the oldest one still waiting "
                                                       "for its headers is closed.")] = 512,
 ) -> None:
-    import signal
     import sys
 
     from .errors import CliError
@@ -73,19 +72,12 @@ def serve(
         from ..extras import install_command
 
         raise CliError(f"omni serve needs its extra: {install_command('serve')} ({exc})", 1) from None
-    from .load_view import LiveLoadView, LoadView
-    from .session import ModelOptions, open_engine
+    from .session import ModelOptions
 
     on_terminal = sys.stderr.isatty()
-    if on_terminal:  # Ctrl-C during the load or the warm-up takes their lines back (the start-up's handler
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # ends the process where it stands)
-
-    # a terminal sees the load's phases on one redrawn line, gone once loaded (seconds to minutes for a real
-    # checkpoint); a pipe gets nothing before the address line, which stays the first line a script reads
-    with LiveLoadView(sys.stderr) if on_terminal else LoadView() as on_load:
-        engine = open_engine(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,
-                                                                         "device": device}, placement=placement,
-                                          overrides=o.overrides(set_)), on_load)
+    engine = _load(ModelOptions(card, program, policy.value, {"model_path": model_path, "dtype": dtype,
+                                                             "device": device}, placement=placement,
+                                overrides=o.overrides(set_)), on_terminal)
     try:
         sock = bind(host, port)
     except OSError as exc:
@@ -100,6 +92,21 @@ def serve(
     options = ServeOptions(api_key, concurrency, max_queue, header_timeout_s=header_timeout,
                            body_timeout_s=body_timeout, keep_alive_s=keep_alive, max_connections=max_connections)
     serve_forever(engine, card, options, sock)
+
+
+def _load(options, on_terminal: bool):
+    """The engine, its load's phases on one redrawn line on a terminal (gone once loaded: seconds to minutes
+    for a real checkpoint); a pipe gets nothing before the address line, the first line a script reads."""
+    import signal
+    import sys
+
+    from .load_view import LiveLoadView, LoadView
+    from .session import open_engine
+
+    if on_terminal:  # Ctrl-C during the load or the warm-up takes their lines back (the start-up's handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # ends the process where it stands)
+    with LiveLoadView(sys.stderr) if on_terminal else LoadView() as on_load:
+        return open_engine(options, on_load)
 
 
 def _warm_up(engine, on_terminal: bool) -> str:

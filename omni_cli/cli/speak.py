@@ -111,16 +111,22 @@ def speak(
     job = SpeakJob(resolve_text(text), model, request, plan, concurrency, trace, quiet, verbose,
                    allow_truncation=allow_truncation, allow_no_audio=allow_no_audio)
     if server:
-        import os
-
-        from .remote import refuse_local_options, run_remote
-
-        refuse_local_options({"program": program, "model_path": model_path, "dtype": dtype, "device": device,
-                              "placement": placement, "ray_address": ray_address, "replicas": replicas,
-                              "set": overrides, "handoff": handoff, "trace": trace})
-        outcome, _, view = run_remote(job, server, card, os.environ.get("OMNI_API_KEY"))
+        outcome, view = _on_server(job, server, card, {
+            "program": program, "model_path": model_path, "dtype": dtype, "device": device, "placement": placement,
+            "ray_address": ray_address, "replicas": replicas, "set": overrides, "handoff": handoff, "trace": trace})
     else:
         outcome, _, view = run_job(job)
     if outcome.utterances or outcome.stopped:  # stopped before any line arrived: say so, and what was removed
         view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)
     exit_with(outcome)
+
+
+def _on_server(job, server: str, card: str, local_options: dict):
+    """The job spoken by a running `omni serve` at `server`; options that build an engine here are refused."""
+    import os
+
+    from .remote import refuse_local_options, run_remote
+
+    refuse_local_options(local_options)
+    outcome, _, view = run_remote(job, server, card, os.environ.get("OMNI_API_KEY"))
+    return outcome, view

@@ -99,13 +99,8 @@ class Engine:
         r = self._requests.get(request_id)
         return None if r is None else r.wired
 
-    @property
-    def is_idle(self) -> bool:
-        return not self._requests and not self._in_flight
-
-    @property
-    def num_active(self) -> int:
-        return len(self._requests)
+    is_idle = property(lambda self: not self._requests and not self._in_flight)
+    num_active = property(lambda self: len(self._requests))
 
     def events(self) -> Iterator[StreamEvent]:
         """Drive the engine until idle, yielding every request's events in the order they happen."""

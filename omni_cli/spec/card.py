@@ -210,33 +210,43 @@ def _check_loops(card: CardSpec, src: Located, issues: IssueList) -> None:
                        f"slot {loop.prompt_slot!r} is already the prompt slot of loop {slots[loop.prompt_slot]!r}")
             issues.dropped.add(key)
         slots[loop.prompt_slot] = name
-        firsts, first = loop.first_chunks, loop.chunk_size(0)
-        if isinstance(loop.first_chunk_codes, list) and (not firsts or min(firsts) < 1):
-            issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes",
-                       "a list of chunks needs one or more, each at least 1 (0 alone: every chunk is chunk_codes)")
-        elif firsts and max(firsts) > loop.chunk_codes:
-            why = (f"must be at most chunk_codes ({loop.chunk_codes})" if loop.chunk_codes else
-                   "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
-            issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes", why)
-        if loop.first_audio_codes and not 0 < loop.first_audio_codes < first:
-            why = (f"must be below the first chunk's {first} codes (first_chunk_codes, else chunk_codes)" if first else
-                   "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
-            issues.add(src.line(f"{key}.first_audio_codes"), f"{key}.first_audio_codes", why)
-        if loop.shared_first_codes:  # (with chunk_codes 0, one chunk: nothing is shared, as shared_first_chunks)
-            why = ("set shared_first_codes or shared_first_chunks, not both" if loop.shared_first_chunks > 1 else
-                   f"must be above the first chunk's {first} codes (first_chunk_codes, else chunk_codes)"
-                   if loop.shared_first_codes <= first else None)
-            if why:
-                issues.add(src.line(f"{key}.shared_first_codes"), f"{key}.shared_first_codes", why)
-        if loop.chunk_growth == "slack" and not (firsts and loop.chunk_codes):
-            issues.add(src.line(f"{key}.chunk_growth"), f"{key}.chunk_growth",
-                       "slack needs first_chunk_codes and chunk_codes above 0 (the smallest and largest chunk)")
+        _check_chunks(loop, key, src, issues)
     written = src.value.get("loops")  # a loop left out for its own issue may still name a component
     named = {loop.get("component") for loop in written.values() if isinstance(loop, dict)
              and isinstance(loop.get("component"), str)} if isinstance(written, dict) else None
     for name in card.components:
         if name not in used and named is not None and name not in named and not unresolved:
             issues.add(src.line(f"components.{name}"), f"components.{name}", "no loop drives this component")
+    _check_roles(card, src, issues)
+
+
+def _check_chunks(loop, key: str, src: Located, issues: IssueList) -> None:
+    """An audio loop's chunk settings agree with each other (the first chunks, the first audio, the shared first)."""
+    firsts, first = loop.first_chunks, loop.chunk_size(0)
+    if isinstance(loop.first_chunk_codes, list) and (not firsts or min(firsts) < 1):
+        issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes",
+                   "a list of chunks needs one or more, each at least 1 (0 alone: every chunk is chunk_codes)")
+    elif firsts and max(firsts) > loop.chunk_codes:
+        why = (f"must be at most chunk_codes ({loop.chunk_codes})" if loop.chunk_codes else
+               "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
+        issues.add(src.line(f"{key}.first_chunk_codes"), f"{key}.first_chunk_codes", why)
+    if loop.first_audio_codes and not 0 < loop.first_audio_codes < first:
+        why = (f"must be below the first chunk's {first} codes (first_chunk_codes, else chunk_codes)" if first else
+               "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
+        issues.add(src.line(f"{key}.first_audio_codes"), f"{key}.first_audio_codes", why)
+    if loop.shared_first_codes:  # (with chunk_codes 0, one chunk: nothing is shared, as shared_first_chunks)
+        why = ("set shared_first_codes or shared_first_chunks, not both" if loop.shared_first_chunks > 1 else
+               f"must be above the first chunk's {first} codes (first_chunk_codes, else chunk_codes)"
+               if loop.shared_first_codes <= first else None)
+        if why:
+            issues.add(src.line(f"{key}.shared_first_codes"), f"{key}.shared_first_codes", why)
+    if loop.chunk_growth == "slack" and not (firsts and loop.chunk_codes):
+        issues.add(src.line(f"{key}.chunk_growth"), f"{key}.chunk_growth",
+                   "slack needs first_chunk_codes and chunk_codes above 0 (the smallest and largest chunk)")
+
+
+def _check_roles(card: CardSpec, src: Located, issues: IssueList) -> None:
+    """The components a capability needs: a cascade for text_to_speech, one audio tower for listen."""
     roles = sorted(c.role for c in card.components.values())
     listens = roles.count("audio_encoder")  # an input tower beside the cascade, for the chat program
     if "text_to_speech" in card.capabilities and [r for r in roles if r != "audio_encoder"] != ["talker", "thinker", "vocoder"] \

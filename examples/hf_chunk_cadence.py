@@ -12,7 +12,7 @@ first audio, how long after the chunk before it came ("gap"), the audio the play
 ("margin"; negative: the player waited that long), and the gap over the chunk before's audio. A chunk comes
 in time when that last figure is at most 1. Where chunks double (24, 48, 96 codes), chunk k + 1 holds twice
 chunk k's audio: to come in time it must be made at under half real time, whatever the utterance's RTF as a
-whole. Where they are small, each call's fixed part decides (the card's 12, 16, 24: README, Performance).
+whole. Where they are small, each call's fixed part decides (the card's 12, 16, 24: docs/performance.md).
 """
 
 from __future__ import annotations

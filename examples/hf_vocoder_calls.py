@@ -6,9 +6,10 @@
 Runs `--utterances` greedy chat utterances of `--codes` codes each through one engine (after one more to warm
 up, not counted) and prints the medians over them: vocoder calls (the engine's vocoder WorkUnits), the seconds
 those calls took together, and each utterance's latency. Every vocoder call pays for the context its window
-reads besides its own codes, so the calls a schedule makes are a cost of their own (README, Performance: "The
-last chunk takes the rest"). Then each call's milliseconds in the process's first utterance (the one that warms
-up: each chunk size's first call sets up its shapes) and in its last. `--set` changes a card value as `omni speak --set` does, to compare schedules.
+reads besides its own codes, so the calls a schedule makes are a cost of their own (docs/performance.md). Then
+each call's milliseconds in the process's first utterance (the one that warms up: each chunk size's first call
+sets up its shapes) and in its last. `--set` changes a card value as `omni speak --set` does, to compare
+schedules.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""Memory over a long run (issue 12): N short utterances through one engine, read as they end.
+"""Memory over a long run: N short utterances through one engine, read as they end.
 
     python examples/memory_soak.py                 # 100,000 utterances (over an hour on 2 cores: ~40 ms each)
     python examples/memory_soak.py --utterances 2000 --every 500
     python examples/memory_soak.py --card qwen2_5_omni --model-path ./tiny-omni \
         --set components.vocoder.params.dit_compile=true --utterances 2000 --every 250
 
-Prints the process's resident memory every `--every` utterances; flat is the goal (before issue 12
-the engine kept each finished request, about 75 KB apiece).
+Prints the process's resident memory every `--every` utterances; flat is the goal (the engine keeps no
+finished request).
 """
 
 from __future__ import annotations

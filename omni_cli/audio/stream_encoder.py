@@ -21,8 +21,8 @@ _OPTIONS = {
     "mp3": {"bitrate_mode": "CONSTANT", "compression_level": 0.6},
     # FLAC's presets 0-2 code blocks of 1152 samples, the others 4096: a frame leaves every 48 ms, not 170 ms
     "flac": {"compression_level": 0.25},
-    # Opus at about 60 kbit/s: with a level set libsndfile's encoder runs two to three times faster than at
-    # its default (about 40 kbit/s), and the first 80 ms slice takes 2 ms instead of 8-10
+    # Opus at about 60 kbit/s: with a level set libsndfile's encoder runs several times faster than at
+    # its default (about 40 kbit/s), so the first slice leaves sooner
     "opus": {"compression_level": 0.8},
 }
 

@@ -151,7 +151,7 @@ class Component(Protocol):
     def batch_step_bytes(self, kind: str, step_bytes: list[int]) -> int:
         """What one batched call of `kind` holds at its peak, given each member's step bytes: by default
         they add up. A component that runs a kind's members one after another, or shares a per-call
-        workspace across them (hf), knows better (issue 17: 8 prefills reserved 8 x what one holds)."""
+        workspace across them (hf), knows better (8 prefills need not reserve 8 x what one holds)."""
         return step_bytes[0] if len(step_bytes) == 1 else sum(step_bytes)
 
     def kept_bytes(self) -> int:

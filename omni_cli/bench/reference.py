@@ -26,8 +26,8 @@ def reference_suite(program: CompiledProgram, *, num_requests: int = 4, short_ch
     tiny talker would otherwise stop at whatever length its weights happen to give.
     `placement`: where ours runs, "card" (the card's placement) or `--placement`'s KIND or NAME=KIND,...
     Each side first makes one utterance untimed, as a served engine does before it listens (`omni serve`):
-    a process's first chunks of each length cost more (oneDNN sets up each convolution's shapes, 35-75 ms
-    more on the tiny checkpoint's first 16-code chunk), which is start-up, not streaming. Where ours runs
+    a process's first chunks of each length cost more (oneDNN sets up each convolution's shapes), which is
+    start-up, not streaming. Where ours runs
     on workers of its own (a placement's processes or Ray actors, started with each run), each run makes
     its untimed utterance on those workers first.
     `rounds`: the whole comparison (ours, then generate) that many times one after another, on the loads

@@ -25,9 +25,9 @@ def _described(workload: Workload) -> str:
 
 def standard_suite(program: CompiledProgram, *, num_requests: int = 8, short_chars: int = 60,
                    concurrency: int = 8, on_progress: BenchProgress = _no_progress) -> list[BenchResult]:
-    """The configurations the README reports: length scaling, barrier vs stream, concurrency.
+    """The configurations docs/performance.md reports: length scaling, barrier vs stream, concurrency.
 
-    60 characters make about 200 codec tokens on the toy card, the utterance issue 5 compares on.
+    60 characters make about 200 codec tokens on the toy card, the utterance the targets compare on.
     """
     base = Workload(num_requests=num_requests, text_chars=short_chars, concurrency=1)
     runs = [

@@ -1,4 +1,4 @@
-"""The targets table: each goal of the issues as (what, measured, goal, met), from one run's figures."""
+"""The targets table: each goal as (what, measured, goal, met), from one run's figures."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def _row(target: str, value: float | None, goal: str, met: bool | None, fmt: str
 
 def targets(results: list[BenchResult], reference: tuple[list[BenchResult], dict[str, Any]] | None,
             timings: dict[str, float]) -> list[dict[str, Any]]:
-    """Each target of issues 5 and 19 as (what, measured, goal, met), computed from this run's figures."""
+    """Each target (the toy card's suite, the `generate` reference, start-up) as (what, measured, goal, met),
+    computed from this run's figures."""
     s = _by_label(results)
     rows: list[dict[str, Any]] = []
 
@@ -45,7 +46,7 @@ def targets(results: list[BenchResult], reference: tuple[list[BenchResult], dict
 
 
 def engine_targets(s: dict[str, dict[str, Any]], alone: str, together: list[str]) -> list[dict[str, Any]]:
-    """Issue 11's targets for the engine itself: its own time as a share of the wall time (a share, since
+    """The targets for the engine itself: its own time as a share of the wall time (a share, since
     machines differ) and TTFA over the first chunk's critical path, alone and at concurrency N."""
     rows = []
     for label, share_goal, path_goal in [(alone, 0.05, 1.2)] + [(c, 0.03, 2.0) for c in together]:
@@ -59,7 +60,7 @@ def engine_targets(s: dict[str, dict[str, Any]], alone: str, together: list[str]
 
 
 def reference_targets(results: list[BenchResult], outputs: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 19's targets, ours against `generate` one request after another, from reference_suite's run."""
+    """The targets of ours against `generate` one request after another, from reference_suite's run."""
     r = _by_label(results)
     many = next((k for k in r if k.startswith("ours-") and k != "ours-1"), None)  # none with --concurrency 1
     one, ref = r["ours-1"], r["generate"]
@@ -96,7 +97,7 @@ def reference_targets(results: list[BenchResult], outputs: dict[str, Any]) -> li
     for label in labels:
         rows.append(_row(f"waveform vs generate, worst request ({label}, chunked token2wav)",
                          outputs[label]["min_snr_db"], "(reported)", None, "{:.0f} dB SNR"))
-    # issue 11's engine targets on a real model: the same engine, components that cost what models cost
+    # the engine's own targets on a real model: the same engine, components that cost what models cost
     return rows + engine_targets(r, "ours-1", [] if many is None else [many])
 
 

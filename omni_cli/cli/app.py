@@ -28,7 +28,7 @@ class OmniGroup(TyperGroup):
         sys.exit(run(super().main, argv, prog_name or "omni", debug, complete_var=complete_var, **extra))
 
     def invoke(self, ctx):
-        # click turns a closed stdout into exit 1 before run() could see it: take it first (issue 12)
+        # click turns a closed stdout into exit 1 before run() could see it: take it first
         try:
             result = super().invoke(ctx)
             sys.stdout.flush()  # here, not at exit, so a reader that left is seen
@@ -39,7 +39,7 @@ class OmniGroup(TyperGroup):
 
 def refuse_empty_values(argv: list[str]) -> None:
     """`--trace ""`, `-o ""`, `--program=`: an empty option value is a mistake, never "use the default"
-    (issue 12: some were silently ignored, some reached an internal error). An empty TEXT says so itself."""
+    (neither silently ignored nor an internal error). An empty TEXT says so itself."""
     end = argv.index("--") if "--" in argv else len(argv)
     for i, arg in enumerate(argv[:end]):
         if arg.startswith("--") and arg.endswith("=") and len(arg) > 3:

@@ -172,8 +172,8 @@ def threads_line(threads: dict[str, dict], generate_threads: int | None, generat
 
 
 def _progress(label: str, index: int, total: int, what: str) -> None:
-    """One line on stderr as each configuration starts (issue 18: 30 s, or minutes with --reference, of
-    silence): the tables stay alone on stdout."""
+    """One line on stderr as each configuration starts (rather than long silence, minutes with
+    --reference): the tables stay alone on stdout."""
     from .fit import labelled_line, terminal_width
 
     sys.stderr.write(labelled_line(f"omni: bench {index}/{total}: {label} ({what})", terminal_width(sys.stderr)) + "\n")

@@ -6,7 +6,7 @@ evenly between its members (in the order they ran), and each event's args keep t
 The engine traces a batch's members one after another, so a batch is a run of WorkUnits with the
 same loop, start and duration; the export streams, holding one batch and one entry per request.
 Every number is finite (the reader refuses NaN and Infinity) and is written with `allow_nan=False`,
-so the output is strict JSON (issue 12: NaN used to come out bare).
+so the output is strict JSON (never a bare NaN).
 """
 
 from __future__ import annotations

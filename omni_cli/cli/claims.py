@@ -1,7 +1,7 @@
 """Claim every output of a run before touching any: check them all, then open them so a failure undoes itself.
 
-Issue 12: a bad `--trace` path used to fail after `-o prior.wav --force` had already cut the WAV to a
-header, and `-o x.wav --trace x.wav` spliced JSON into the audio. Here every output (the audio file
+A bad `--trace` path must not fail after `-o prior.wav --force` has already cut the WAV to a header,
+nor `-o x.wav --trace x.wav` splice JSON into the audio. So every output (the audio file
 or directory, stdout, the trace) is checked first with nothing opened: existence and `--force`, a
 parent that is a directory, and that no two outputs are one file (paths resolved, symlinks and hard
 links included). Then they are opened cheapest-to-lose first (devices and pipes, which hold nothing;

@@ -1,4 +1,4 @@
-"""How a run or an utterance ended, in a few words (issue 18: summaries that say what happened).
+"""How a run or an utterance ended, in a few words: summaries that say what happened.
 
 A run that stops early says why in its summary (`omni: stopped: disk full`) and in each `--json`
 record it cut off (status `stopped`, reason); a request that finished without a sample says so

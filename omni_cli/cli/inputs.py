@@ -71,7 +71,7 @@ def text_source(text: str) -> LineSource:
 def line_cap_bytes(max_text_chars: int) -> int:
     """The most bytes one stdin line may take: the card's limit in 4-byte characters, plus room for the
     spaces and control characters that cleaning folds away. Past it the line cannot be spoken, so
-    reading stops there instead of holding an endless line (`cat /dev/zero`) in memory (issue 12)."""
+    reading stops there instead of holding an endless line (`cat /dev/zero`) in memory."""
     return 4 * max_text_chars + LINE_MARGIN_BYTES
 
 

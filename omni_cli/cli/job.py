@@ -120,7 +120,7 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
 
 
 def leave_no_empty_files(outcome: Outcome, source, router: Router, claims, job: SpeakJob) -> None:
-    """Issue 18: a run that spoke nothing, or wrote no audio, leaves no file it created, and says so.
+    """A run that spoke nothing, or wrote no audio, leaves no file it created, and says so.
 
     No utterance at all (only blank stdin lines, a first line refused): every file and directory the
     run made goes, the trace included, and blank input is bad input (exit 2). Utterances that made no

@@ -142,11 +142,11 @@ class Driver:
         elif isinstance(event, RequestDone):
             utt.status, utt.error, utt.metrics = event.status.value, event.error, event.metrics
             truncated = event.metrics.get("truncated")
-            if truncated and event.status is RequestStatus.FINISHED:  # issue 12: never silently cut short
+            if truncated and event.status is RequestStatus.FINISHED:  # never silently cut short
                 utt.status = "truncated"
                 utt.error = "cut short: " + ", ".join(f"{loop} stopped at its {cap}" for loop, cap in truncated.items())
                 utt.reason = utt.error
-            elif event.status is RequestStatus.FINISHED and utt.num_samples == 0:  # issue 18: no silent empty result
+            elif event.status is RequestStatus.FINISHED and utt.num_samples == 0:  # no silent empty result
                 utt.status, utt.reason = "no_audio", no_audio_reason(event.metrics)
             elif event.status is RequestStatus.CANCELLED and self.outcome.stopped:
                 utt.status, utt.reason = "stopped", self.outcome.stopped

@@ -1,8 +1,8 @@
 """What reaches a terminal: text from files made inert, and a rich console that reports a closed stdout.
 
-Issue 12: a card description or a trace's loop name is data, not markup and not terminal control. A
-name like `[/oops]` crashed rich's markup parser, `[link=…]` was interpreted, and an escape sequence
-in a description could set the terminal's title or colours. Every string that came from a file goes
+A card description or a trace's loop name is data, not markup and not terminal control: a name like
+`[/oops]` would crash rich's markup parser, `[link=…]` would be interpreted, and an escape sequence in
+a description could set the terminal's title or colours. Every string that came from a file goes
 through `inert()` (control characters shown as `\\x1b`-style escapes) and, on its way into rich, is a
 `Text` (never parsed as markup).
 """

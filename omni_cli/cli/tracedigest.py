@@ -1,8 +1,8 @@
 """A trace taken in one pass: what the timeline and the Chrome export need, without keeping the records.
 
-Issue 12: `omni trace show` on a million-record trace took 1.6 GB holding every record as a dict.
-The digest keeps per WorkUnit only its loop, kind, start and end in flat arrays (18 bytes), per loop
-and kind the summary sums, and per request its submission time. Loops and kinds are capped: a trace
+Holding every record of a million-record trace as a dict would take gigabytes, so the digest keeps per
+WorkUnit only its loop, kind, start and end in flat arrays (18 bytes), per loop and kind the summary
+sums, and per request its submission time. Loops and kinds are capped: a trace
 naming thousands of them is not one omni wrote, and would draw thousands of lanes.
 """
 

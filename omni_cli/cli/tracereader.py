@@ -1,6 +1,6 @@
 """Reading a `--trace` file: untrusted input, streamed a record at a time, every record checked.
 
-Issue 12: traces are input like cards. A device or FIFO (`/dev/zero`) is refused before it is read;
+Traces are input like cards. A device or FIFO (`/dev/zero`) is refused before it is read;
 a line is read up to a cap, never whole; each record is checked against the shape omni writes, so a
 record with a missing field, a string where a number goes, a `null` duration, NaN or deep nesting
 is one `FILE:LINE:` error with exit 2, not an internal error later. Lines are split on `\\n` only

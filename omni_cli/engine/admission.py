@@ -47,7 +47,7 @@ class MemoryBudget:
 
     def keep(self, component: Component) -> None:
         """After a call: what the component's calls have kept resident since this budget began (a cache
-        grown by a new input shape, issue 17) stays reserved for good, past the capacity if it must (the
+        grown by a new input shape) stays reserved for good, past the capacity if it must (the
         memory is taken). Its step reserved it while the call ran."""
         if id(component) in self._never_keep:
             return

@@ -1,8 +1,8 @@
 """Stream events waiting for their readers: one queue for `poll()`, one per request read by `stream_of()`.
 
 A request's queue exists only while someone reads that request alone, and goes with its last event
-(RequestDone): nothing here outlives what its reader has not read yet (issue 12: finished requests
-are not kept).
+(RequestDone): nothing here outlives what its reader has not read yet (finished requests are not
+kept).
 """
 
 from __future__ import annotations

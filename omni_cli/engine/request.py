@@ -77,7 +77,7 @@ class EngineRequest:
             "num_samples": self.audio_samples,
             "work_units": dict(self.units),
             "stop_reasons": {name: r.stop_reason for name, r in results.items() if r.stop_reason is not None},
-            # loops that stopped at a cap rather than at their natural end (issue 12: no silent truncation)
+            # loops that stopped at a cap rather than at their natural end: no silent truncation
             "truncated": {name: r.stop_reason for name, r in results.items() if r.truncated},
         }
 

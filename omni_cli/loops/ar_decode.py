@@ -94,7 +94,7 @@ class ARDecodeLoop(Loop):
         return Footprint(self.component.cache_bytes(positions), peak), made
 
     def _check_fits(self, feed: ARFeed, feed_max: int | None, limit: int, asked: int | None) -> None:
-        """Limits known before the run are checked before it (issue 12: no silent truncation)."""
+        """Limits known before the run are checked before it: no silent truncation."""
         def refuse(message: str) -> None:
             raise SpecError([SpecIssue("<request>", None, "text", message)])
 

@@ -77,10 +77,9 @@ class AudioDecodeLoop(Loop):
 
     SLACK_SHARE = 0.8  # of the audio ahead of real time, what the next chunk may spend (the talker needs some)
     # largest_when_slow: a chunk is behind when it took more than this many times its audio's length. Not 1: a
-    # small chunk's call is mostly fixed cost (about 0.1 s on the tiny checkpoint), so on a machine near real
-    # time one slow minute makes a 16-code chunk take longer than its 0.32 s, where the next chunk at 96 codes
-    # would come far later than the schedule's (a 0.51 s stall alone in one bench run); at 3B width on a CPU
-    # every chunk takes 7-12 times its audio, and the rule still acts from the first
+    # small chunk's call is mostly fixed cost, so on a machine near real time one slow moment makes a small
+    # chunk take longer than its audio, where the next chunk at the largest size would come far later than the
+    # schedule's (a stall); on a machine many times slower than real time the rule still acts from the first
     BEHIND_FACTOR = 2.0
     clock = staticmethod(time.perf_counter)
 

@@ -91,7 +91,7 @@ def card_for(program: str, preferred: str = "qwen2_5_omni_toy") -> str:
 def load_checked(card: str, program: str | None = None,
                  overrides: Mapping[str, Any] | None = None) -> tuple[CardSpec, ProgramSpec]:
     """A card and a program (names or paths; the program defaults to the card's) with every check that needs
-    no weights; SpecError with every issue of both in one pass (issue 18) — what `omni cards validate` prints,
+    no weights; SpecError with every issue of both in one pass — what `omni cards validate` prints,
     and what `omni speak` shows the first of. An unreadable file stops only the checks of that file.
 
     `overrides`: card values by dotted key (`--set`, `omni_cli/spec/overrides.py`), set before the checks."""

@@ -1,7 +1,7 @@
 """The checks of a card and a program that need the package's registries (loop kinds, ops, backends), no weights.
 
 Each check adds what it finds to an IssueList and goes on, so `omni cards validate` reports every independent
-issue in one pass (issue 18: a wrong type hid an unknown key and a mis-wired loop). A key the schema left out
+issue in one pass (a wrong type must not hide an unknown key or a mis-wired loop). A key the schema left out
 for its own issue, or found wired wrong (`card.was_dropped(key)`), is not judged again: one mistake, one error.
 """
 

@@ -177,7 +177,7 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
 
 
 def check_one_source(card: CardSpec, components: dict[str, Any]) -> None:
-    """Facts a card states and its built components also know must agree (issue 11: one source each)."""
+    """Facts a card states and its built components also know must agree (one source each)."""
     issues = IssueList(card.source)
     roles = {c.role: c for c in components.values()}
     vocoder = roles.get("vocoder")

@@ -1,9 +1,9 @@
 """Rules a program graph must meet beyond its wiring: slot kinds that name whose value they carry, and
 exactly the outputs a speech request needs.
 
-Issue 12: `talker_to_vocoder` reading the thinker's tokens passed validation (both are "the tokens an
-ar_decode loop publishes") and made garbage audio; two `emit_audio` nodes wrote every chunk twice; a
-program with no `emit_audio` "spoke" 0 s with exit 0. A slot kind may name the role whose value it
+Without them, `talker_to_vocoder` reading the thinker's tokens would pass validation (both are "the tokens
+an ar_decode loop publishes") and make garbage audio; two `emit_audio` nodes would write every chunk twice;
+a program with no `emit_audio` would "speak" 0 s with exit 0. A slot kind may name the role whose value it
 holds (`ar_stream@thinker`): a loop's slots are qualified with its component's role, ops that care
 say which role they read, and a kind without a role matches any (a new op or loop kind need not know
 the roles). A request's audio comes out of exactly one `emit_audio`, its text out of at most one

@@ -1,8 +1,8 @@
 """A card's weights count against its memory budget, checked from its params before any weight is drawn.
 
-Issue 12: every number of a card can be in range while their product is not (1,024 wide, 16 layers,
-262,144 positions with one head): such a card passed validation, then took 4.9 GB and a minute to
-draw. A backend that draws its weights from the card says how many bytes they will take
+Every number of a card can be in range while their product is not (1,024 wide, 16 layers, 262,144
+positions with one head): such a card would pass validation, then take gigabytes and a minute to draw.
+A backend that draws its weights from the card says how many bytes they will take
 (`weight_bytes(card, params)` in its params module, no array made); they must fit the card's
 `limits.memory_budget_mib`, which also bounds what its requests reserve. A backend whose weights
 come from a checkpoint (hf) says nothing here: their size is the checkpoint's.

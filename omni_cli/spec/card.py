@@ -11,7 +11,7 @@ from .placement import PlacementSpec, check_placement
 from .schema import bounded, check_dataclass
 from .yaml_source import Located
 
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # components, loops, nodes, slots (issue 12)
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # components, loops, nodes, slots
 PROGRAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a card's default program: a shipped name, never a path
 MAX_TOKENS_LIMIT = 65536  # no card may ask an AR loop for more steps than this
 
@@ -263,12 +263,12 @@ def _check_names_and_voices(card: CardSpec, src: Located, issues: IssueList) -> 
             if not NAME.fullmatch(name):
                 issues.add(src.line(f"{section}.{name}"), f"{section}.{name}", f"a name is letters, digits, _ . - "
                            f"(at most 64), not {name!r}")
-    if not PROGRAM_NAME.fullmatch(card.defaults.program):  # issue 12: `/any/path.yaml` here made omni read it
+    if not PROGRAM_NAME.fullmatch(card.defaults.program):  # a path here would make omni read any file
         issues.add(src.line("defaults.program"), "defaults.program",
                    "names a shipped program (see `omni programs list`), not a path; paths come only from --program")
     if issues.was_dropped("voices"):
         return
-    for i, voice in enumerate(card.voices):  # issue 18: `[alto, alto]` passed validation
+    for i, voice in enumerate(card.voices):  # `[alto, alto]` is a mistake, not two voices
         if voice in card.voices[:i]:
             issues.add(src.line(f"voices.{i}"), f"voices.{i}", f"duplicate voice {voice!r}")
     if card.defaults.voice is not None and card.defaults.voice not in card.voices:

@@ -40,7 +40,7 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
     `params[name]` is that component's params (a PARAMS dataclass, a plain dict, or absent for the
     defaults); `settings` are the backend settings (HFParams: `model_path` is required). `card` may be
     None (tests): the components are then named after their roles. `on_load` hears each phase of the
-    10-15 s a first load takes (importing torch, the weights tensor by tensor, the voices).
+    seconds a first load takes (importing torch, the weights tensor by tensor, the voices).
     `only`: the one component a worker runs (executors/worker.py). For the vocoder that is token2wav's
     weights and the voices alone (`load_token2wav`); a thinker or talker still gets the whole checkpoint,
     with every component (the talker's hand-off reads the thinker's weights).

@@ -8,13 +8,13 @@ transformers' forward otherwise unchanged. Scaling the upsampling filter by the 
 output is exact in binary floating point (every product and partial sum is doubled exactly).
 
 Each activation filters twice: a 12-tap upsampling filter (a depthwise transposed convolution) and a
-12-tap low-pass one (a depthwise strided convolution). torch runs both slowly at BigVGAN's shapes: about
-0.1 ms of fixed cost a call, and a few hundred MFLOP/s at its long, narrow late layers (2 channels, 50 000
-samples). On a float32 CPU forward both kernels compute each output as a fused multiply-add chain over the
-taps in ascending order, starting from zero; `_FirActivation` computes the same chain as 12 `addcmul`s
-over shifted slices (torch's `addcmul` is a fused multiply-add), so the samples stay bit-equal to
-transformers' (tests/hf/test_hf_bigvgan_lean.py, at 1 and 2 threads, every length and batch it tries) at
-1.3-1.6x the speed of a whole BigVGAN call on the tiny checkpoint. How, for ratio 2:
+12-tap low-pass one (a depthwise strided convolution). torch runs both slowly at BigVGAN's shapes: a fixed
+cost each call, and a low rate at its long, narrow late layers (2 channels, 50 000 samples). On a float32
+CPU forward both kernels compute each output as a fused multiply-add chain over the taps in ascending
+order, starting from zero; `_FirActivation` computes the same chain as 12 `addcmul`s over shifted slices
+(torch's `addcmul` is a fused multiply-add), so the samples stay bit-equal to transformers'
+(tests/hf/test_hf_bigvgan_lean.py, at 1 and 2 threads, every length and batch it tries) in less time.
+How, for ratio 2:
 
 - the upsampled signal's even and odd samples are each a 6-tap chain over the replicate-padded input;
   they are written straight into one buffer, the even phase then the odd one, each with the edge samples

@@ -10,9 +10,8 @@ factors as inputs, serves them all; the file's key is the filters' taps and offs
 
 The samples are the eager chains' to float rounding (inductor may fuse a product and a sum into one
 rounding where `addcmul` does): about 130 dB SNR over a whole BigVGAN on the tiny checkpoint
-(tests/hf/test_hf_bigvgan_ahead.py). Time, one thread, the tiny checkpoint (`python
-examples/hf_bigvgan_ahead.py ./tiny-omni`): a first chunk's call of 1 x 40 mel frames about 30 ms against
-50 eager, 8 x 240 frames about 15% less.
+(tests/hf/test_hf_bigvgan_ahead.py). It takes less time than the eager chains, most of all on a first
+chunk's short call (`python examples/hf_bigvgan_ahead.py ./tiny-omni`).
 """
 
 from __future__ import annotations
@@ -100,7 +99,7 @@ def load_or_build(fir: _FirActivation, threads: int, on_build: Callable[[Path], 
                   root: Path | None = None, models: int = 1,
                   on_distrust: Callable[[Path, str], None] = lambda path, why: None) -> aoti.CompiledFile:
     """The compiled activation for `fir`'s filters and `threads`: from the cache when omni made the file there,
-    or built now (about 10-15 s on a small machine) and kept (aoti.built: `on_distrust`); `models`: threads
+    or built now (seconds, once per machine) and kept (aoti.built: `on_distrust`); `models`: threads
     that may run it at once."""
     module = FusedActivation(fir)
     key = aoti.key_of(module.material(), threads)

@@ -2,11 +2,10 @@
 a load after the first takes milliseconds.
 
 A small DiT's evaluation is hundreds of short tensor operations, each paying Python's and the dispatcher's
-fixed cost (a first chunk's window on the tiny checkpoint: about 1.1 ms an evaluation, 36 evaluations). The
-same function compiled ahead of time is one C++ call: a fifth to a third of the time for a first chunk's
-window, about two thirds for a batch of eight windows of 248 frames (`python examples/hf_dit_ahead.py
+fixed cost, and a first chunk runs dozens of evaluations. The same function compiled ahead of time is one
+C++ call, in a fraction of the time, most of all for a first chunk's window (`python examples/hf_dit_ahead.py
 ./tiny-omni`). `torch.compile` (`DiTCompile`, dit.py) makes similar loops but traces them again in every
-process (10-11 s a load with inductor's cache warm) and checks its guards on every call; this is compiled
+process (seconds a load, even with inductor's cache warm) and checks its guards on every call; this is compiled
 once per machine and DiT shape, and loaded from the file.
 
 The files are built and loaded as aoti.py describes (once per machine, the weights handed over at load, run

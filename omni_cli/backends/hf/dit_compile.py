@@ -13,10 +13,9 @@ from omni_cli.backends.hf.dit_ode import ODESettings
 
 # inductor's CPU kernels are C++ functions called from Python with the GIL held (torch 2.13's binding is
 # "kernel(<parsed args>); Py_RETURN_NONE;"), so the vocoder's row threads (rows.py) would take turns through
-# them: 1.1-1.5x two threads' speed-up over one, against 1.5-2.0x with the GIL let go around the call (4 rows
-# of 264 frames, the tiny checkpoint). The binding below parses the arguments with the GIL held, then calls the
-# kernel without it: the kernel reads only the raw pointers and numbers parsed, and the tensors behind them stay
-# referenced by the caller for the call.
+# them, and two threads would gain much less over one than with the GIL let go around the call. The binding
+# below parses the arguments with the GIL held, then calls the kernel without it: the kernel reads only the raw
+# pointers and numbers parsed, and the tensors behind them stay referenced by the caller for the call.
 _INDUCTOR_HOLDS_GIL = "kernel({}); Py_RETURN_NONE;"
 _INDUCTOR_LETS_GO = ("auto parsed = std::make_tuple({}); Py_BEGIN_ALLOW_THREADS std::apply(kernel, parsed); "
                      "Py_END_ALLOW_THREADS Py_RETURN_NONE;")
@@ -49,7 +48,7 @@ class DiTCompile:
     def __init__(self) -> None:
         self.threads_overlap = let_inductor_kernels_go_of_the_gil()
         # dynamic=False: only the sizes `mark` names vary (with every size symbolic, dynamic=True, a vocoder load
-        # that found inductor's cache full took 41-46 s against 10 s: tracing reasons about every size)
+        # is several times slower even with inductor's cache full: tracing reasons about every size)
         self.forward = torch.compile(dit_velocity, dynamic=False)
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""What BigVGAN's convolutions cost in memory on a CPU beyond their activations (issue 17).
+"""What BigVGAN's convolutions cost in memory on a CPU beyond their activations.
 
 torch runs a float32 CPU convolution through oneDNN (mkldnn) or through its own kernels by a size rule
 (`ConvParams::use_mkldnn`, aten/src/ATen/native/Convolution.cpp; `oneDNN` below is checked against
@@ -29,9 +29,9 @@ from torch.overrides import TorchFunctionMode
 # Each oneDNN convolution at a new shape adds two entries to the cache (the convolution and a reorder):
 # with ONEDNN_PRIMITIVE_CACHE_CAPACITY=146 only one new BigVGAN length (73 distinct oneDNN convolutions at
 # 1,536 channels) grew the resident set by the full amount, with 292 two. What one entry keeps resident
-# (its generated kernel and descriptors) is measured, not derived: BigVGAN's first call at a new length
-# grew the resident set by about 9.6 MiB while the cache had room, 2.2 MiB once it had none, so
-# (9.6 - 2.2) MiB / 146 entries; the 2.2 MiB a new shape costs outside the cache is not counted.
+# (its generated kernel and descriptors) is measured, not derived: what BigVGAN's first call at a new length
+# adds to the resident set while the cache has room, less what it adds once it has none, over the entries;
+# what a new shape costs outside the cache is not counted.
 ENTRIES_PER_CONV = 2
 ENTRY_BYTES = 52 << 10
 TRACED_FRAMES = (4, 8)

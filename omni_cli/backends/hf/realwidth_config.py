@@ -1,6 +1,6 @@
 """The released Qwen2.5-Omni-3B and -7B shapes, with only the depth cut (no torch import).
 
-Where each size comes from (checked 2026-12 with the search tool; nothing could be downloaded):
+Where each size comes from (config.json copies and transformers' defaults; no released file was downloaded):
 - thinker text model: 7B = transformers 5.24 `Qwen2_5OmniTextConfig` defaults and the 7B thinker
   config.json copies on the Hub (e.g. VoiceNet/voiceclap-large: hidden 3584, intermediate 18944,
   vocab 152064); 3B = a 3B thinker config.json copy (OpenMOSS-Team/RoboOmni-LIBERO-Object: hidden 2048,

@@ -2,13 +2,13 @@
 
 At concurrency 8 the vocoder is most of the work, and inline it runs alone: the engine's thread waits on it.
 Two intra-op threads would use both cores, but an OpenMP team waits at every barrier for a core someone
-else holds (issue 18: 7-22 s per chunk against 0.4-0.55 s on a shared 2-core machine; threads.py). Rows
+else holds (threads.py). Rows
 split over Python threads need no barrier: each thread runs its own rows through the same call with the
 component's intra-op count, and a busy core slows the thread on it, not the other. torch releases the GIL
 inside each operation, so the threads overlap as far as the operations are long: a 4-row half of a batch of
 eight 264-frame DiT windows or 64-frame BigVGAN calls, not one request's 64 frames (its operations are too
 short, and the threads take turns at the GIL). The split pays from `MIN_ROW_FRAMES` frames a thread, by
-measurement (`examples/hf_row_threads.py`; README, Performance).
+measurement (`examples/hf_row_threads.py`; docs/performance.md).
 
 A row's values depend on the batch it runs in only by rounding (a matrix product of other height), as in
 any batch: within the card's `sample_tolerance`, and a request alone never splits.

@@ -155,7 +155,7 @@ class HFTalker(TalkerModel):
         return batch_bytes(kind, step_bytes)
 
     def kept_bytes(self) -> int:
-        return 0  # a batch of 8 at new shapes kept nothing past its requests' own caches (issue 17)
+        return 0  # new shapes keep nothing past the requests' own caches
 
     @with_threads
     def run(self, kind: str, inputs: list[ARStepInput]) -> list[ARStepOutput]:

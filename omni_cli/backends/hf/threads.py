@@ -3,11 +3,11 @@
 torch's default is one OpenMP thread per core, per process, for every call. That is what oversubscribes
 a machine: components placed in threads or processes, replicas, or other programs on the same cores
 each start a team as wide as the machine, and an OpenMP team whose cores are busy waits at every
-barrier (issue 18 saw 7-22 s per vocoder chunk against 0.4-0.55 s with one thread on a shared 2-core
-machine). So each component names its count: its own `num_threads`, else OMP_NUM_THREADS when the
+barrier (on a shared machine a vocoder chunk then takes many times what it takes with one thread).
+So each component names its count: its own `num_threads`, else OMP_NUM_THREADS when the
 environment sets it (how `placement.X.num_threads` reaches a process or Ray worker, or the operator's
 own), else the card's `params.num_threads`, else DEFAULT_THREADS, chosen by measurement with
-`examples/hf_threads.py` (README, Performance).
+`examples/hf_threads.py` (docs/performance.md).
 """
 
 from __future__ import annotations

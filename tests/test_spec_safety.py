@@ -157,7 +157,7 @@ def test_loading_imports_only_modules_of_the_package(tmp_path: Path, monkeypatch
 
 
 def test_ops_come_from_the_registry_inside_the_package(tmp_path: Path):
-    assert OPS and all(op.fn.__module__ in ("omni_cli.program.ops", "omni_cli.program.sentence_ops") for op in OPS.values())
+    assert OPS and all(op.fn.__module__ in ("omni_cli.program.ops", "omni_cli.program.sentence_ops", "omni_cli.program.frame_ops") for op in OPS.values())
     for name in ["os.system", "builtins.print", "omni_cli.program.ops.tokenize", "__import__"]:
         text = PROGRAM.read_text().replace("op: emit_text", f"op: {name}")
         with pytest.raises(SpecError) as info:

@@ -217,6 +217,8 @@ class ThinkerModel(ARModel, Protocol):
 class TalkerModel(ARModel, Protocol):
     """Hand-off side: how thinker items become talker conditioning (model-specific pairing)."""
 
+    makes_frames: ClassVar[bool] = False  # True: each step completes a frame of every codebook group (Qwen3)
+
     # whether codes_bounds()'s `most` is a cap that cuts speech short (hf: generate's max_new_tokens)
     # or the model's own length rule for the reply (toy: codes per reply token)
     codes_bound_is_cap: bool

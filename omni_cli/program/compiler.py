@@ -167,6 +167,7 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
     params = check_program(card, program)
     components = build_components(card, params, settings or {}, on_load)
     check_one_source(card, components)
+    check_frames(program, components)
     order = topological_order(program)
     loops: dict[str, Loop] = {}
     for node in order:
@@ -174,6 +175,20 @@ def compile_program(card: CardSpec, program: ProgramSpec, settings: dict[str, An
             spec = card.loops[node.loop]
             loops[node.loop] = LOOP_KINDS[spec.kind](node.loop, spec, components[spec.component], len(loops))
     return CompiledProgram(card, program, components, loops, order, dict(settings or {}))
+
+
+def check_frames(program: ProgramSpec, components: dict[str, Any]) -> None:
+    """A talker hand-off reads what the built talker makes: single codes, or frames of every codebook group."""
+    talker = next((c for c in components.values() if c.role == "talker"), None)
+    issues = IssueList(program.source)
+    for node in program.nodes:
+        op = OPS.get(node.op) if node.op else None
+        if talker is not None and op is not None and op.reads_frames is not None \
+                and op.reads_frames != talker.makes_frames:
+            made = "frames of every codebook group" if talker.makes_frames else "one code a step"
+            issues.add(program.line(f"nodes.{node.index}.op"), f"nodes.{node.index}.op",
+                       f"op {op.name!r} does not read what this card's talker makes ({made})")
+    issues.raise_if_any()
 
 
 def check_one_source(card: CardSpec, components: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ class Op:
     is_handoff: bool = False
     carries_states: bool = False  # it hands one loop's hidden states to the next (a direct hand-off may skip the driver)
     doc: str = ""
+    reads_frames: bool | None = None  # a talker hand-off: True reads multi-codebook frames, False single codes
 
     @property
     def num_inputs(self) -> int:
@@ -67,9 +68,10 @@ SLOT_KINDS = {
 OPS: dict[str, Op] = {}
 
 
-def _op(name: str, *, reads: tuple[str, ...], makes: str | None, handoff: bool = False, states: bool = False):
+def _op(name: str, *, reads: tuple[str, ...], makes: str | None, handoff: bool = False, states: bool = False,
+        frames: bool | None = None):
     def register(fn):
-        OPS[name] = Op(name, fn, reads, makes, handoff, states, (fn.__doc__ or "").strip())
+        OPS[name] = Op(name, fn, reads, makes, handoff, states, (fn.__doc__ or "").strip(), frames)
         return fn
     return register
 
@@ -135,7 +137,7 @@ def thinker_to_talker(ctx: RequestContext, inputs: list[Any], mode: str) -> Talk
     return TalkerFeed(ctx.roles["talker"], inputs[0], mode, ctx.voice)
 
 
-@_op("talker_to_vocoder", reads=("ar_stream@talker",), makes="codes_feed@vocoder", handoff=True)
+@_op("talker_to_vocoder", reads=("ar_stream@talker",), makes="codes_feed@vocoder", handoff=True, frames=False)
 def talker_to_vocoder(ctx: RequestContext, inputs: list[Any], mode: str) -> CodesFeed:
     """The talker's codec tokens, special ids stripped, as the vocoder's codes."""
     return CodesFeed(ctx.roles["talker"], inputs[0], mode)

@@ -88,12 +88,12 @@ def test_a_signal_at_any_moment_leaves_a_valid_file_of_whole_chunks(spawn, home,
 
 
 def test_help_promises_a_readable_file_after_a_kill_for_wav_and_raw_not_flac(omni):
-    """Issue 18: `.flac` sat in the sentence promising a header valid after every chunk and a file
+    """`.flac` once sat in the sentence promising a header valid after every chunk and a file
     readable after a kill; a FLAC mid-run reads 0 samples and one left by SIGKILL is unreadable."""
     text = " ".join(omni("speak", "--help").stdout.split())
     promise = next(s for s in text.split(". ") if "killed" in s)
     assert "WAV" in promise and "raw" in promise and "FLAC" not in promise and ".flac" not in promise
-    assert "A FLAC is complete once the run ends (Ctrl-C and SIGTERM included)" in text
+    assert "A FLAC, MP3 or Opus file is complete once the run ends (Ctrl-C and SIGTERM included)" in text
     assert "not promised to be readable" in text
 
 

@@ -32,7 +32,8 @@ def _metered_run(toy, placed_executors):
     for _ in engine.events():
         pass
     results = [h.result() for h in handles]
-    assert all(c.work_units > 0 for c in crossings) and all(r.samples.size > 0 for r in results)
+    spoken = [c for c in crossings if c.component != "audio_encoder"]  # the speak program does not listen
+    assert spoken and all(c.work_units > 0 for c in spoken) and all(r.samples.size > 0 for r in results)
     return {c.component: c for c in crossings}, results
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput, ARStepOutput, Prefill
+from omni_cli.backends.base import AR_PREFILL, AR_TOKEN, ARItem, ARStepInput, ARStepOutput, Prefill, TalkerModel
 from omni_cli.backends.hf.ar import (
     ARCache,
     RaggedBatch,
@@ -54,7 +54,8 @@ class Qwen3TalkerPrefill:
     embeds: torch.Tensor  # [P, talker hidden]
 
 
-class Qwen3Talker:
+class Qwen3Talker(TalkerModel):
+    makes_frames = True
     role = "talker"
     codes_bound_is_cap = True  # generate's talker_max_new_tokens: reaching it cuts the speech short
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput
+from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput, VocoderChunkOutput, VocoderModel
 from omni_cli.backends.hf.ar import module_bytes, or_error
 from omni_cli.backends.hf.code2wav import Code2WavStream, decode_chunks, new_stream
 from omni_cli.backends.hf.params import VocoderParams
@@ -13,7 +13,7 @@ from omni_cli.backends.hf.qwen3_loading import Qwen3Loaded
 from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 
 
-class Qwen3Vocoder:
+class Qwen3Vocoder(VocoderModel):
     """A chunk's frames (each a tuple of every codebook group's code) through `code2wav.decode_chunks`: the
     request's state carries the transformer's cache and each convolution's left context, so no look-ahead and no
     re-decoded context (`lookahead_codes` and `context_codes` are 0). Several requests' chunks of one length run

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from . import realwidth_config as rw
+from .tiny import save_feature_extractor  # a released checkpoint ships its audio tower's feature extractor
 
 PROMPT = "hello there"  # the chat prompt whose greedy reply is made to end
 ECHO_TEXT = "hi there"  # 8 forced tokens: about 10 codec tokens, 0.4 s of audio
@@ -88,6 +89,7 @@ def _build(directory: Path, variant: str, seed: int) -> Path:
     params = ThinkerParams()
     words = f"{params.system_prompt} {params.echo_instruction} system assistant".replace(",", " ").replace(".", " ")
     save_tokenizer(directory, set(words.split()))
+    save_feature_extractor(directory, config.thinker_config.audio_config.num_mel_bins)
     tokenizer = AutoTokenizer.from_pretrained(str(directory))
     prompt = PromptBuilder(tokenizer, params.system_prompt, params.echo_instruction).encode(PROMPT, "chat").prefill_ids
     with torch.no_grad():

@@ -151,12 +151,13 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     assert load["ours"]["tensors"] == load["generate"]["tensors"] == tensors and load["ours"]["s"] > 0
     vocoder = {"count": 1, "source": "default"} | ({"rows": cores} if rows else {}) | {"workers": 2}
     assert records[-2] == {"threads": {"thinker": {"count": 1, "source": "default"},
-                                       "talker": {"count": 1, "source": "default"}, "vocoder": vocoder},
+                                       "talker": {"count": 1, "source": "default"}, "vocoder": vocoder,
+                                       "audio_encoder": {"count": 1, "source": "default"}},
                            "generate_threads": cores}
     assert threads_line(records[-2]["threads"], records[-2]["generate_threads"]) == (
         f"intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default){rows} in each of 2 "
-        f"workers; generate {cores}")
-    assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder process x2 (--placement)"}
+        f"workers, audio_encoder 1 (default); generate {cores}")
+    assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder process x2, audio_encoder inline (--placement)"}
     same = next(r for r in records if r.get("target") == "requests whose tokens and codes equal generate's (ours-2)")
     assert same["value"] == 2 and same["met"] is True
     bad = subprocess.run(argv + ["--placement", "vocoder=bogus"], capture_output=True, text=True, env=env,

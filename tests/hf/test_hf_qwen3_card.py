@@ -71,12 +71,15 @@ class FrameSpy:
 
     def __init__(self, talker):
         self.talker, self.run, self.frames = talker, talker.run, {}
+        self.caches = []  # held, so a finished request's cache id is never reused by the next request's
         talker.run = self
 
     def __call__(self, kind, inputs):
         outputs = self.run(kind, inputs)
         for inp, out in zip(inputs, outputs, strict=True):
             if getattr(out, "extra", None) is not None:
+                if id(inp.cache) not in self.frames:
+                    self.caches.append(inp.cache)
                 self.frames.setdefault(id(inp.cache), []).append(out.extra)
         return outputs
 

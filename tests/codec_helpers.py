@@ -1,4 +1,5 @@
-"""Decoding streamed FLAC, MP3 and Ogg/Opus bytes with libsndfile (soundfile), and comparing lossy audio to its source."""
+"""Decoding streamed FLAC, MP3 and Ogg/Opus bytes with libsndfile (soundfile), ADTS AAC with PyAV's decoder, and
+comparing lossy audio to its source."""
 
 from __future__ import annotations
 
@@ -24,6 +25,40 @@ def decode(data: bytes, dtype: str = "float32") -> tuple[np.ndarray, int]:
             blocks.append(block)
         rate = f.samplerate
     return (np.concatenate(blocks) if blocks else np.zeros(0, dtype)), rate
+
+
+class AdtsDecoder:
+    """ffmpeg's AAC decoder (PyAV) fed an ADTS stream piece by piece, as a client reads it off the socket."""
+
+    def __init__(self) -> None:
+        import av
+
+        self._codec = av.CodecContext.create("aac", "r")
+        self.blocks: list[np.ndarray] = []
+        self.rate = None
+
+    def feed(self, data: bytes) -> int:
+        """Decode what `data` completes; the number of samples decoded so far."""
+        for packet in self._codec.parse(data):
+            self._take(self._codec.decode(packet))
+        return sum(len(b) for b in self.blocks)
+
+    def finish(self) -> tuple[np.ndarray, int]:
+        for packet in self._codec.parse(b""):
+            self._take(self._codec.decode(packet))
+        self._take(self._codec.decode(None))
+        return (np.concatenate(self.blocks) if self.blocks else np.zeros(0, np.float32)), self.rate
+
+    def _take(self, frames) -> None:
+        for frame in frames:
+            self.rate = frame.sample_rate
+            self.blocks.append(frame.to_ndarray().reshape(-1).astype(np.float32))
+
+
+def decode_adts(data: bytes) -> tuple[np.ndarray, int]:
+    decoder = AdtsDecoder()
+    decoder.feed(data)
+    return decoder.finish()
 
 
 def aligned(decoded: np.ndarray, source: np.ndarray) -> np.ndarray:

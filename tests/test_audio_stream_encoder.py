@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from codec_helpers import decode, similarity
+from codec_helpers import AdtsDecoder, decode, decode_adts, similarity
 
 from omni_cli.audio.pcm import UNKNOWN_SIZE, float_to_pcm16, wav_header
 from omni_cli.audio.stream_encoder import StreamEncoder, _Sink
@@ -47,6 +47,43 @@ def test_opus_at_a_rate_it_cannot_carry_is_resampled_to_the_next_one():
     assert rate == 24000 and abs(len(samples) - len(audio) * 24000 / 22050) < 960
 
 
+def test_aac_streams_adts_frames_each_decodable_as_it_arrives():
+    pytest.importorskip("av")
+    audio = _speechlike(22050)
+    decoder, decoded_so_far = AdtsDecoder(), []
+    parts = _stream("aac", audio, 22050)
+    for part in parts:
+        decoded_so_far.append(decoder.feed(part))
+    samples, rate = decoder.finish()
+    assert rate == 22050 and sum(1 for n in decoded_so_far[:-1] if n > 0) >= len(parts) // 2
+    # one frame of encoder priming in front, the last frame padded: within two frames of the source's length
+    assert 0 <= len(samples) - len(audio) <= 2 * 1024
+    correlation, snr_db = similarity(samples, audio)
+    assert correlation >= 0.98 and snr_db >= 15, (correlation, snr_db)
+
+
+def test_aac_at_a_rate_it_cannot_carry_is_resampled_to_the_next_one():
+    pytest.importorskip("av")
+    samples, rate = decode_adts(b"".join(_stream("aac", _speechlike(44000), 44000)))
+    assert rate == 44100 and abs(len(samples) - 1.5 * 44100) <= 3 * 1024
+
+
+def test_aac_without_pyav_is_refused_naming_the_extra(monkeypatch):
+    import sys
+
+    from omni_cli.audio.aac import AacUnavailableError
+    from omni_cli.audio.encode import can_encode
+
+    monkeypatch.setitem(sys.modules, "av", None)  # import av raises ImportError
+    can_encode.cache_clear()
+    try:
+        assert "omni-stepwise[serve]" in can_encode("aac", 24000)
+        with pytest.raises(AacUnavailableError, match=r"pip install 'omni-stepwise\[serve\]'"):
+            StreamEncoder("aac", 24000)
+    finally:
+        can_encode.cache_clear()
+
+
 def test_the_sink_drops_patches_to_bytes_already_handed_out():
     sink = _Sink()
     sink.write(b"header--")
@@ -58,5 +95,5 @@ def test_the_sink_drops_patches_to_bytes_already_handed_out():
 
 
 def test_an_unknown_format_is_refused_naming_the_streamable_ones():
-    with pytest.raises(ValueError, match="flac, mp3, opus"):
-        StreamEncoder("aac", 24000)
+    with pytest.raises(ValueError, match="flac, mp3, opus, aac"):
+        StreamEncoder("m4a", 24000)

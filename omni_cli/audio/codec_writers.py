@@ -1,4 +1,4 @@
-"""MP3 and Ogg/Opus written chunk by chunk through libsndfile: to a file (headers completed at close) or a stream."""
+"""MP3, Ogg/Opus (libsndfile) and AAC (PyAV) written chunk by chunk: to a file (headers completed at close) or a stream."""
 
 from __future__ import annotations
 
@@ -14,17 +14,25 @@ from .stream_encoder import StreamEncoder
 from .streams import _StreamWriter
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
-CODEC_FORMATS = ("mp3", "opus")
+CODEC_FORMATS = ("mp3", "opus", "aac")
 
 
 def _errors() -> tuple[type[BaseException], ...]:
     import soundfile
 
-    return (soundfile.SoundFileError, RuntimeError, OSError)
+    # RuntimeError includes AacUnavailableError (no PyAV: the message names the extra)
+    errors: tuple[type[BaseException], ...] = (soundfile.SoundFileError, RuntimeError, OSError, ValueError)
+    try:
+        import av
+
+        errors += (av.FFmpegError,)
+    except ImportError:
+        pass
+    return errors
 
 
 class CodecFileWriter(AudioWriter):
-    """MP3 or Ogg/Opus to a seekable path, encoded as chunks arrive (Opus resampled to a rate it carries).
+    """MP3, Ogg/Opus or AAC to a seekable path, encoded as chunks arrive (resampled to a rate the codec carries).
 
     Like FlacFileWriter, the file is complete at `close()`: libsndfile then writes the encoder's last
     frames and completes its headers (MP3's Info frame with the exact length); a file read mid-run, or
@@ -59,11 +67,14 @@ class CodecFileWriter(AudioWriter):
 
 
 class CodecStreamWriter(_StreamWriter):
-    """MP3 or Ogg/Opus to a pipe or stdout: each chunk's bytes go out as the encoder makes them."""
+    """MP3, Ogg/Opus or AAC to a pipe or stdout: each chunk's bytes go out as the encoder makes them."""
 
     def __init__(self, stream: BinaryIO, sample_rate: int, fmt: str, *, close_stream: bool = False) -> None:
         super().__init__(stream, sample_rate, 1, close_stream=close_stream)
-        self._encoder = StreamEncoder(fmt, sample_rate)
+        try:
+            self._encoder = StreamEncoder(fmt, sample_rate)
+        except _errors() as e:
+            raise AudioOutputError(self.target_name, str(e)) from e
 
     def _write_pcm(self, pcm: np.ndarray) -> None:
         data = self._encoder.encode(pcm.astype(np.float32) / PCM16_SCALE)

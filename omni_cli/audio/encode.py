@@ -1,4 +1,4 @@
-"""Whole-utterance encoding in memory (a server's response body): WAV, raw PCM, and libsndfile's codecs."""
+"""Whole-utterance encoding in memory (a server's response body): WAV, raw PCM, libsndfile's codecs, AAC."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import io
 import numpy as np
 
 from .pcm import WAV_HEADER_BYTES, float_to_pcm16, wav_header
-from .stream_encoder import OPUS_RATES, SOUNDFILE_CODECS, opus_rate
+from .aac import aac_unavailable
+from .stream_encoder import CODECS, OPUS_RATES, SOUNDFILE_CODECS, StreamEncoder, opus_rate
 
-# which of the codecs this libsndfile can write is checked at run time (MP3 needs libsndfile >= 1.1,
-# Opus needs it built with libopus); AAC is not among them: libsndfile has no AAC encoder
-ENCODABLE = ("wav", "pcm", *SOUNDFILE_CODECS)
+# which of the codecs can be written is checked at run time (MP3 needs libsndfile >= 1.1, Opus needs it
+# built with libopus); libsndfile has no AAC encoder, so AAC needs PyAV (the serve extra)
+ENCODABLE = ("wav", "pcm", *CODECS)
 
 
 def pcm16_bytes(samples: np.ndarray) -> bytes:
@@ -30,6 +31,8 @@ def can_encode(fmt: str, sample_rate: int) -> str | None:
     """None when `fmt` can be written here, else why not (one line)."""
     if fmt in ("wav", "pcm"):
         return None
+    if fmt == "aac":
+        return aac_unavailable()  # any rate: the stream encoder resamples to one AAC carries
     codec = SOUNDFILE_CODECS.get(fmt)
     if codec is None:
         return f"this server cannot write {fmt} (it writes {', '.join(ENCODABLE)})"
@@ -47,12 +50,15 @@ def can_encode(fmt: str, sample_rate: int) -> str | None:
 
 
 def encode(samples: np.ndarray, sample_rate: int, fmt: str) -> bytes:
-    """The whole utterance as one file in `fmt` (wav, pcm, flac, mp3, opus); check `can_encode` first."""
+    """The whole utterance as one file in `fmt` (wav, pcm, flac, mp3, opus, aac); check `can_encode` first."""
     pcm16 = float_to_pcm16(samples)
     if fmt == "pcm":
         return pcm16.tobytes()
     if fmt == "wav":
         return wav_bytes(pcm16.tobytes(), sample_rate)
+    if fmt == "aac":  # ADTS has no header to complete: the streamed bytes are the whole file
+        encoder = StreamEncoder(fmt, sample_rate)
+        return encoder.encode(samples) + encoder.finish()
     import soundfile
 
     major, subtype = SOUNDFILE_CODECS[fmt]

@@ -13,10 +13,10 @@ from .flac_file import FlacFileWriter
 from .streams import RawPcmWriter, WavStreamWriter
 from .wav_file import WavFileWriter
 
-AudioFormat = Literal["wav", "raw", "flac", "mp3", "opus"]
-FORMATS: tuple[str, ...] = ("flac", "mp3", "opus", "raw", "wav")
-SUFFIX_FORMATS: dict[str, str] = {".flac": "flac", ".mp3": "mp3", ".opus": "opus", ".pcm": "raw", ".raw": "raw",
-                                  ".wav": "wav"}
+AudioFormat = Literal["wav", "raw", "flac", "mp3", "opus", "aac"]
+FORMATS: tuple[str, ...] = ("aac", "flac", "mp3", "opus", "raw", "wav")
+SUFFIX_FORMATS: dict[str, str] = {".aac": "aac", ".flac": "flac", ".mp3": "mp3", ".opus": "opus", ".pcm": "raw",
+                                  ".raw": "raw", ".wav": "wav"}
 
 
 def open_audio_output(
@@ -29,9 +29,9 @@ def open_audio_output(
     """Open the writer for `target`.
 
     A path gives WavFileWriter (header valid after every chunk), FlacFileWriter or CodecFileWriter
-    (MP3, Ogg/Opus; headers finalised at close) or raw s16le PCM to the file; with `format=None` the
-    suffix decides (.wav, .flac, .mp3, .opus, .raw, .pcm; any case). A binary stream gives
-    WavStreamWriter (default), RawPcmWriter or CodecStreamWriter (MP3, Opus); FLAC needs a path. "-" is an ordinary file name here: mapping it to stdout
+    (MP3, Ogg/Opus, AAC in ADTS; headers finalised at close) or raw s16le PCM to the file; with `format=None`
+    the suffix decides (.wav, .flac, .mp3, .opus, .aac, .raw, .pcm; any case). A binary stream gives
+    WavStreamWriter (default), RawPcmWriter or CodecStreamWriter (MP3, Opus, AAC); FLAC needs a path. "-" is an ordinary file name here: mapping it to stdout
     is the CLI's job. Unknown formats and suffixes are AudioOutputError.
     """
     is_path = isinstance(target, (str, os.PathLike))

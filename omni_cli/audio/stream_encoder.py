@@ -1,19 +1,22 @@
-"""Encoding audio chunk by chunk (WAV, PCM, FLAC, MP3, Ogg/Opus), each chunk's bytes handed out as the encoder makes them."""
+"""Encoding audio chunk by chunk (WAV, PCM, FLAC, MP3, Ogg/Opus, AAC), each chunk's bytes handed out as the encoder makes them."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .aac import aac_rate
 from .pcm import UNKNOWN_SIZE, float_to_pcm16, wav_header
 
 # format name -> (libsndfile major format, subtype)
 SOUNDFILE_CODECS = {"flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III"), "opus": ("OGG", "OPUS")}
+CODECS = (*SOUNDFILE_CODECS, "aac")  # AAC through PyAV (aac.py): libsndfile has no AAC encoder
 OPUS_RATES = (8000, 12000, 16000, 24000, 48000)  # the only rates an Opus stream can carry
 _SFC_SET_OGG_PAGE_LATENCY_MS = 0x1302  # libsndfile >= 1.2: how much audio an Ogg page may hold before it is written
 _PAGE_LATENCY_MS = 50.0  # libsndfile's floor; its default (1 s) would hold the first second back
 # an MP3 frame is 24-48 ms; an Ogg page holds at least 50 ms (above), and the first slice must also fill the
-# Opus encoder's look-ahead, or the first bytes out would be the stream's headers without any audio
-_SLICE_S = {"mp3": 0.06, "opus": 0.08}
+# Opus encoder's look-ahead, or the first bytes out would be the stream's headers without any audio; an
+# AAC frame is 1024 samples (43 ms at 24 kHz)
+_SLICE_S = {"mp3": 0.06, "opus": 0.08, "aac": 0.043}
 _OPTIONS = {
     # MP3 at a constant bitrate: a decoder reading a stream without LAME's closing Info frame (patched in at
     # the start, which a stream has already sent) reckons its length from its bytes. Level 0.6 of libsndfile's
@@ -81,20 +84,21 @@ class StreamEncoder:
     """`encode(samples)` returns the bytes the encoder made of this chunk (maybe none yet); `finish()` the rest.
 
     WAV gets a stream header (sizes unknown) in front of the first bytes; PCM is headerless s16le. The
-    libsndfile codecs take the same int16 values the WAV holds, so FLAC decodes to exactly them. Opus
-    carries only some rates: other audio is resampled (soxr, streaming) to the next rate it carries.
+    codecs (libsndfile's; AAC through PyAV, as ADTS frames) take the same int16 values the WAV holds, so FLAC
+    decodes to exactly them. Opus and AAC carry only some rates: other audio is resampled (soxr, streaming) to
+    the next rate they carry.
     """
 
     def __init__(self, fmt: str, sample_rate: int, file=None) -> None:
-        """`file`: a seekable binary file libsndfile writes a codec into itself (its headers patched at close);
+        """`file`: a seekable binary file the codec writes into itself (libsndfile patches headers at close);
         `encode` and `finish` then return nothing. Without it the bytes are handed out."""
-        if fmt not in ("wav", "pcm", *SOUNDFILE_CODECS):
-            raise ValueError(f"cannot stream {fmt!r} (supported: wav, pcm, {', '.join(SOUNDFILE_CODECS)})")
+        if fmt not in ("wav", "pcm", *CODECS):
+            raise ValueError(f"cannot stream {fmt!r} (supported: wav, pcm, {', '.join(CODECS)})")
         self.format = fmt
         self.sample_rate = sample_rate  # of the audio fed in
         self._prefix = wav_header(sample_rate, 1, UNKNOWN_SIZE) if fmt == "wav" else b""
         self._file = self._sink = self._resampler = None
-        if fmt in SOUNDFILE_CODECS:
+        if fmt in CODECS:
             self._open_codec(fmt, sample_rate, file)
 
     def start(self) -> bytes:
@@ -104,7 +108,7 @@ class StreamEncoder:
 
     @property
     def is_slow(self) -> bool:
-        """MP3 and Opus take milliseconds per chunk: a server runs them off its event loop, in slices."""
+        """MP3, Opus and AAC take milliseconds per chunk: a server runs them off its event loop, in slices."""
         return self.format in _SLICE_S
 
     def slices(self, samples: np.ndarray) -> list[np.ndarray]:
@@ -114,18 +118,24 @@ class StreamEncoder:
 
     @property
     def output_rate(self) -> int:
-        return opus_rate(self.sample_rate) if self.format == "opus" else self.sample_rate
+        rates = {"opus": opus_rate, "aac": aac_rate}
+        return rates[self.format](self.sample_rate) if self.format in rates else self.sample_rate
 
     def _open_codec(self, fmt: str, sample_rate: int, file) -> None:
-        import soundfile
-
-        major, subtype = SOUNDFILE_CODECS[fmt]
         rate = self.output_rate
         if rate != sample_rate:
             import soxr
 
             self._resampler = soxr.ResampleStream(sample_rate, rate, 1, dtype="float32")
         self._sink = _Sink() if file is None else file
+        if fmt == "aac":
+            from .aac import AdtsFile
+
+            self._file = AdtsFile(self._sink, rate)
+            return
+        import soundfile
+
+        major, subtype = SOUNDFILE_CODECS[fmt]
         options = _OPTIONS.get(fmt, {})
         self._file = soundfile.SoundFile(self._sink, mode="w", samplerate=rate, channels=1, format=major,
                                          subtype=subtype, **options)

@@ -36,6 +36,7 @@ class Format(str, Enum):
     flac = "flac"
     mp3 = "mp3"
     opus = "opus"
+    aac = "aac"
 
 
 Card = Annotated[str, typer.Option("--card", "-c", metavar="NAME|PATH", rich_help_panel=MODEL, envvar=CARD_ENV,

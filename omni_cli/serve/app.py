@@ -20,7 +20,7 @@ from ..engine import Engine
 from ..program.compiler import SPEED_RANGE
 from ..spec.stream import RequestDone
 from . import chat, speech, speech_stream
-from .bodies import STREAMABLE, ModelInfo, decode_body, speech_body
+from .bodies import SPEECH_FORMATS, STREAMABLE, ModelInfo, decode_body, speech_body
 from .errors import ApiError, server_error
 from .metrics import Metrics
 from .responses import EngineResponse
@@ -168,7 +168,7 @@ async def models_route(ctx: ServeContext, request: Request):
                              "voices": list(ctx.info.voices), "sample_rate": card.sample_rate,
                              "max_input_chars": card.limits.max_text_chars,
                              "speed_range": list(ctx.info.speed_range) if ctx.info.speed_range else None,
-                             "response_formats": [f for f in ("wav", "pcm", "flac", "mp3", "opus")
+                             "response_formats": [f for f in SPEECH_FORMATS
                                                   if speech.can_write(ctx, f) is None],
                              "stream_formats": [f for f in STREAMABLE if speech.can_write(ctx, f) is None],
                              "default_response_format": ctx.default_format}

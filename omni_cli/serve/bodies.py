@@ -17,7 +17,7 @@ from ..spec import SpeakRequest, SpecError
 from .errors import ApiError, bad_request, from_engine
 
 SPEECH_FORMATS = ("wav", "pcm", "flac", "mp3", "opus", "aac")
-STREAMABLE = ("wav", "pcm", "flac", "mp3", "opus")  # formats whose bytes can go out chunk by chunk
+STREAMABLE = ("wav", "pcm", "flac", "mp3", "opus", "aac")  # formats whose bytes can go out chunk by chunk
 MAX_SEED = 2**32 - 1
 MIN_SAMPLE_RATE, MAX_SAMPLE_RATE = 8000, 48000  # a request's `sample_rate`: telephone to studio rates
 MAX_DEPTH = 16  # the deepest body the API defines is 5 levels (a chat message's content part's object)
@@ -211,7 +211,7 @@ def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
     voice = check_voice(info, body.get("voice"))
     fmt = get(body, "response_format", str)  # None: the server's default (mp3, as OpenAI's, where it can)
     if fmt is not None and fmt not in SPEECH_FORMATS:
-        raise bad_request(f"unknown response_format {fmt!r} (supported: wav, pcm, flac, mp3, opus)", "response_format")
+        raise bad_request(f"unknown response_format {fmt!r} (supported: {', '.join(SPEECH_FORMATS)})", "response_format")
     # speed goes to the engine, which applies it where the card can (a sentence voice's length scale) and
     # refuses it, naming the field, where it cannot; 1.0, the default, is the same as leaving it out
     speed = get(body, "speed", (int, float))

@@ -13,7 +13,8 @@ from .errors import ApiError, from_engine, server_error
 from .responses import Send, encoded, finished, send_body, send_error, send_start, send_whole, sse
 from .worker import Ticket
 
-CONTENT_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg"}
+CONTENT_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg",
+                 "aac": "audio/aac"}
 
 
 def can_write(ctx, fmt: str, sample_rate: int | None = None) -> str | None:

@@ -25,7 +25,7 @@ BAD_USAGE = [
     ["speak", "x", "-o", "-", "--json"],
     ["speak", "x", "-o", "-", "--format", "flac"],
     ["speak", "x" * 2001, "-o", "long.wav"],
-    ["speak", "x", "-o", "a.aac"],
+    ["speak", "x", "-o", "a.m4a"],
     ["bench", "--reference", "--no-processes"],  # the numpy card: generate needs an hf one
     ["trace", "export", "t.jsonl"],
     ["trace", "show"],

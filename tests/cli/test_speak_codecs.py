@@ -1,4 +1,4 @@
-"""`omni speak` to MP3 and Ogg/Opus files and pipes, decoded with libsndfile against the WAV path."""
+"""`omni speak` to MP3, Ogg/Opus and AAC files and pipes, decoded (libsndfile, PyAV) against the WAV path."""
 
 from __future__ import annotations
 
@@ -42,3 +42,25 @@ def test_the_factory_maps_the_new_suffixes(tmp_path):
         writer.write(np.sin(np.arange(22050) * 0.05).astype(np.float32) * 0.3)
     samples, rate = decode((tmp_path / "x.OPUS").read_bytes())
     assert rate == 24000 and abs(len(samples) - 24000) < 960
+
+
+@pytest.mark.parametrize("target", ["file", "stdout"])
+def test_aac_to_a_file_or_stdout_is_adts_that_decodes_to_the_wav_paths_audio(omni, home, solo, target):
+    pytest.importorskip("av")
+    from codec_helpers import decode_adts
+
+    args = ["-o", "hello.aac"] if target == "file" else ["-o", "-", "--format", "aac"]
+    result = omni("speak", HELLO, *args, "-q")
+    assert result.exit_code == 0, result.stderr
+    data = (home / "hello.aac").read_bytes() if target == "file" else result.stdout_bytes
+    samples, rate = decode_adts(data)
+    reference = solo(HELLO).astype(np.float32) / 32767
+    assert rate == 24000 and 0 <= len(samples) - len(reference) <= 2 * 1024
+    assert similarity(samples, reference)[0] >= 0.95
+
+
+def test_aac_without_pyav_is_one_line_naming_the_extra(omni, monkeypatch):
+    monkeypatch.setitem(sys.modules, "av", None)
+    result = omni("speak", HELLO, "-o", "hello.aac", "-q")
+    assert result.exit_code != 0 and "Traceback" not in result.stderr
+    assert "pip install 'omni-stepwise[serve]'" in result.stderr and len(result.stderr.strip().splitlines()) == 1

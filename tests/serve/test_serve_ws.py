@@ -114,7 +114,7 @@ def test_bad_messages_are_errors_and_the_session_goes_on(server, solo_pcm):
 
 @pytest.mark.parametrize("config,param", [
     ({"voice": "nova"}, "voice"),
-    ({"response_format": "aac"}, "response_format"),
+    ({"response_format": "m4a"}, "response_format"),
     ({"split_granularity": "word"}, "split_granularity"),
     ({"speed": 2}, "speed"),
 ])

@@ -60,6 +60,9 @@ def serve(
     max_connections: Annotated[int, typer.Option("--max-connections", min=1, max=100_000,
                                                  help="Open connections; past it the oldest one still waiting "
                                                       "for its headers is closed.")] = 512,
+    ws_idle_timeout: Annotated[float, typer.Option("--ws-idle-timeout", min=0.1, max=86400, metavar="SECONDS",
+                                                   help="Close a /v1/audio/speech/stream socket that sends nothing "
+                                                        "this long while nothing is left to send.")] = 30.0,
 ) -> None:
     import sys
 
@@ -90,7 +93,8 @@ def serve(
                      f"{warmed}); Ctrl-C stops\n")
     sys.stderr.flush()
     options = ServeOptions(api_key, concurrency, max_queue, header_timeout_s=header_timeout,
-                           body_timeout_s=body_timeout, keep_alive_s=keep_alive, max_connections=max_connections)
+                           body_timeout_s=body_timeout, keep_alive_s=keep_alive, max_connections=max_connections,
+                           ws_idle_timeout_s=ws_idle_timeout)
     serve_forever(engine, card, options, sock)
 
 

@@ -41,6 +41,7 @@ class ServeOptions:
     body_timeout_s: float = 30.0  # from the headers to the body's last byte
     keep_alive_s: float = 5.0  # an idle connection between requests is closed after this
     max_connections: int = 512  # open connections; past it the oldest that has not sent a whole request is closed
+    ws_idle_timeout_s: float = 30.0  # a stream socket silent this long (nothing left to send) is closed
 
 
 class ServeContext:

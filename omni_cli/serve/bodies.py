@@ -201,17 +201,9 @@ def check_common(info: ModelInfo, body: dict[str, Any], text: str) -> dict[str, 
     return {"seed": seed, "max_tokens": max_tokens}
 
 
-def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
-    """POST /v1/audio/speech: OpenAI's fields plus our `seed`, `mode`, `max_tokens`, `stream`, `sample_rate`."""
-    body = parse_json(raw)
-    check_fields(body, {"model", "input", "voice", "response_format", "speed", "instructions", "stream_format",
-                        "stream", "seed", "mode", "max_tokens", "sample_rate"})
-    check_model(info, get(body, "model", str, required=True))
-    text = get(body, "input", str, required=True)
-    voice = check_voice(info, body.get("voice"))
-    fmt = get(body, "response_format", str)  # None: the server's default (mp3, as OpenAI's, where it can)
-    if fmt is not None and fmt not in SPEECH_FORMATS:
-        raise bad_request(f"unknown response_format {fmt!r} (supported: {', '.join(SPEECH_FORMATS)})", "response_format")
+def check_delivery(info: ModelInfo, body: dict[str, Any]) -> tuple[float | None, str | None, int | None]:
+    """speed, instructions and sample_rate, as the speech body and the stream's session.config both take them:
+    applied where the card can, refused naming the field where it cannot; None where the default is meant."""
     # speed goes to the engine, which applies it where the card can (a sentence voice's length scale) and
     # refuses it, naming the field, where it cannot; 1.0, the default, is the same as leaving it out
     speed = get(body, "speed", (int, float))
@@ -232,6 +224,21 @@ def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
     if sample_rate is not None and not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
         raise bad_request(f"'sample_rate' must be between {MIN_SAMPLE_RATE} and {MAX_SAMPLE_RATE} Hz, "
                           f"got {sample_rate}", "sample_rate")
+    return speed, instructions, sample_rate if sample_rate != info.sample_rate else None
+
+
+def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
+    """POST /v1/audio/speech: OpenAI's fields plus our `seed`, `mode`, `max_tokens`, `stream`, `sample_rate`."""
+    body = parse_json(raw)
+    check_fields(body, {"model", "input", "voice", "response_format", "speed", "instructions", "stream_format",
+                        "stream", "seed", "mode", "max_tokens", "sample_rate"})
+    check_model(info, get(body, "model", str, required=True))
+    text = get(body, "input", str, required=True)
+    voice = check_voice(info, body.get("voice"))
+    fmt = get(body, "response_format", str)  # None: the server's default (mp3, as OpenAI's, where it can)
+    if fmt is not None and fmt not in SPEECH_FORMATS:
+        raise bad_request(f"unknown response_format {fmt!r} (supported: {', '.join(SPEECH_FORMATS)})", "response_format")
+    speed, instructions, sample_rate = check_delivery(info, body)
     stream_format = get(body, "stream_format", str)
     if stream_format not in (None, "sse", "audio"):
         raise bad_request(f"unknown stream_format {stream_format!r} (supported: sse, audio)", "stream_format")
@@ -244,4 +251,4 @@ def speech_body(info: ModelInfo, raw: bytes) -> SpeechBody:
         raise bad_request(f"unknown mode {mode!r} (echo: speak the input; chat: speak a reply to it)", "mode")
     common = check_common(info, body, text)
     request = SpeakRequest(text, mode=mode, voice=voice, speed=speed, instructions=instructions, **common)
-    return SpeechBody(request, fmt, stream, sample_rate if sample_rate != info.sample_rate else None)
+    return SpeechBody(request, fmt, stream, sample_rate)

@@ -3,13 +3,20 @@
 The message shapes are vllm-omni's, so its clients work unchanged:
 
     client -> server   {"type": "session.config", "voice": ..., "response_format": "pcm", "split_granularity": ...}
+                       (vllm-omni's fields: stream_config.py says which are honoured, ignored or refused)
                        {"type": "input.text", "text": "..."}   (any number)
                        {"type": "input.done"}
+                       {"type": "session.close"}   (optional: ends the session at once, unsaid pieces dropped)
     server -> client   {"type": "audio.start", "sentence_index": N, "sentence_text": "...", "format": ..., "sample_rate": R}
                        binary frames: the sentence's audio in `format`, as it is made (one file per sentence)
                        {"type": "audio.done", "sentence_index": N, "total_bytes": B, "sample_rate": R, "error": false}
                        {"type": "session.done", "total_sentences": N}
+                       {"type": "warning", "message": "...", "param": F, "code": "ignored_parameter"}
+                                                           (after session.config, per field it ignores)
                        {"type": "error", "message": "...", "code": ...}   (a bad message; the session goes on)
+
+A client silent for `ws_idle_timeout_s` (no session.config, or no text while nothing is left to send) gets an
+error with code "idle_timeout" and the socket closes with 1008 and the reason; its unspoken pieces are cancelled.
 
 Each piece is its own request on the server's one engine, submitted the moment its text is complete, so a
 piece is computed while the one before it is still being sent; audio goes out in text order. The socket
@@ -26,50 +33,15 @@ import anyio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..audio.stream_encoder import StreamEncoder
-from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone
-from .bodies import STREAMABLE, check_common, check_fields, check_model, check_voice, get
-from .clauses import GRANULARITIES, ClauseSplitter
+from .bodies import check_fields, get
 from .errors import ApiError, bad_request
 from .responses import encoded, finished
 from .speech import accepted, ended_badly, usage
+from .stream_config import StreamConfig
 
-CONFIG_FIELDS = {"type", "model", "voice", "response_format", "split_granularity", "stream_audio", "seed", "mode",
-                 "max_tokens"}
 _END = object()  # after the last piece: the speaker sends session.done
-
-
-class _Config:
-    def __init__(self, ctx, msg: dict[str, Any]) -> None:
-        check_fields(msg, CONFIG_FIELDS)
-        model = get(msg, "model", str)
-        if model is not None:
-            check_model(ctx.info, model)
-        self.voice = check_voice(ctx.info, msg.get("voice"))
-        self.format = get(msg, "response_format", str, "pcm")
-        reason = _can_write(ctx, self.format) if self.format in STREAMABLE else "it cannot be streamed"
-        if reason is not None:
-            raise ApiError(400, f"response_format {self.format!r}: {reason} (stream {', '.join(STREAMABLE)})",
-                           param="response_format", code="unsupported_value")
-        granularity = get(msg, "split_granularity", str, "sentence")
-        if granularity not in GRANULARITIES:
-            raise bad_request(f"unknown split_granularity {granularity!r} (supported: {', '.join(GRANULARITIES)})",
-                              "split_granularity")
-        self.splitter = ClauseSplitter(granularity, ctx.info.max_text_chars)
-        self.stream_audio = get(msg, "stream_audio", bool, True)  # False: one binary frame per piece, at its end
-        self.mode = get(msg, "mode", str)
-        if self.mode not in (None, "echo", "chat"):
-            raise bad_request(f"unknown mode {self.mode!r} (echo: speak the input; chat: speak a reply to it)", "mode")
-        self.common = check_common(ctx.info, msg, "x")  # seed, max_tokens; each piece's length is checked apart
-
-    def request(self, text: str) -> SpeakRequest:
-        return SpeakRequest(text, mode=self.mode, voice=self.voice, **self.common)
-
-
-def _can_write(ctx, fmt: str) -> str | None:
-    from .speech import can_write
-
-    return can_write(ctx, fmt)
+IDLE_CLOSE = 1008  # RFC 6455's generic policy code: no code is defined for a peer that stays silent
 
 
 async def _send_error(ws: WebSocket, error: ApiError) -> None:
@@ -97,12 +69,23 @@ class _Pacer:
     (text sent whole would otherwise start all its sentences together), and the next piece is computed
     while the one before it is still being sent. Runs on the event loop only."""
 
-    def __init__(self, ctx, config: _Config, speaker) -> None:
+    def __init__(self, ctx, config: StreamConfig, speaker) -> None:
         self.ctx, self.config, self.speaker = ctx, config, speaker
         self.waiting: deque[str] = deque()
         self.unheard = None  # the ticket of the piece submitted and not yet heard
         self.ended = False  # input.done came: _END follows the last piece
         self.tickets: list = []  # every piece submitted, cancelled when the session ends
+        self.unspoken = 0  # pieces handed to the speaker and not yet all sent
+        self.last_spoken = anyio.current_time()  # when the speaker last finished a piece
+
+    @property
+    def busy(self) -> bool:
+        """Something is still to be said: the client waiting for it is not idle."""
+        return bool(self.waiting) or self.unspoken > 0
+
+    def spoken(self) -> None:
+        self.unspoken -= 1
+        self.last_spoken = anyio.current_time()
 
     def add(self, texts: list[str], ended: bool = False) -> None:
         self.waiting.extend(texts)
@@ -122,6 +105,7 @@ class _Pacer:
             if not isinstance(submitted, ApiError):
                 self.tickets.append(submitted)
                 self.unheard = submitted
+            self.unspoken += 1
             self.speaker.send_nowait((text, submitted))
         if self.ended and not self.waiting:
             self.ended = False
@@ -156,30 +140,63 @@ async def session(ctx, ws: WebSocket) -> None:
             ctx.worker.cancel(ticket)
 
 
-async def _receive_config(ctx, ws: WebSocket) -> _Config | None:
-    limit = ctx.options.max_body_bytes
+async def _receive(ws: WebSocket, timeout_s: float, quiet_since) -> dict | None:
+    """The next message, or None once the client has been silent for `timeout_s` since `quiet_since()` (the
+    last moment anything happened; None while something is still being said, which is never idle)."""
     while True:
-        message = await ws.receive()
+        since = quiet_since()
+        wait = timeout_s if since is None else since + timeout_s - anyio.current_time()
+        if wait <= 0:
+            return None
+        with anyio.move_on_after(wait):
+            return await ws.receive()
+
+
+async def _close_idle(ws: WebSocket, timeout_s: float, waited_for: str) -> None:
+    reason = f"idle timeout: no {waited_for} for {timeout_s:g} s"
+    await _send_error(ws, ApiError(408, f"{reason}; closing (the server's --ws-idle-timeout)", code="idle_timeout"))
+    await ws.close(IDLE_CLOSE, reason)
+
+
+async def _receive_config(ctx, ws: WebSocket) -> StreamConfig | None:
+    limit, timeout_s = ctx.options.max_body_bytes, ctx.options.ws_idle_timeout_s
+    opened = anyio.current_time()
+    while True:
+        message = await _receive(ws, timeout_s, lambda: opened)
+        if message is None:
+            await _close_idle(ws, timeout_s, "session.config")
+            return None
         if message["type"] == "websocket.disconnect":
             raise WebSocketDisconnect(message.get("code", 1000))
         try:
             msg = _parse(message.get("text"), limit)
             if msg["type"] != "session.config":
                 raise bad_request(f"the first message must be session.config, not {msg['type']!r}", "type")
-            return _Config(ctx, msg)
+            config = StreamConfig(ctx, msg)
         except ApiError as error:
             await _send_error(ws, error)
             await ws.close(1008)
             return None
+        for param, warning in config.warnings:  # vllm-omni fields this server cannot honour and need not refuse
+            await ws.send_json({"type": "warning", "message": warning, "param": param, "code": "ignored_parameter"})
+        return config
 
 
-async def _listen(ctx, ws: WebSocket, config: _Config, pacer: _Pacer) -> None:
+async def _listen(ctx, ws: WebSocket, config: StreamConfig, pacer: _Pacer) -> None:
     """Read deltas until input.done, handing each piece to the pacer the moment its text is complete; return
-    when the client disconnects (after the speaker closed the session, or before)."""
-    limit = ctx.options.max_body_bytes
-    ended = False
+    when the client disconnects (after the speaker closed the session, or before), or after closing a session
+    that stayed idle."""
+    limit, timeout_s = ctx.options.max_body_bytes, ctx.options.ws_idle_timeout_s
+    ended, last_message = False, anyio.current_time()
+
+    def quiet_since():  # after input.done the speaker ends the session; nothing more is awaited
+        return None if ended or pacer.busy else max(last_message, pacer.last_spoken)
+
     while True:
-        message = await ws.receive()
+        message = await _receive(ws, timeout_s, quiet_since)
+        if message is None:
+            return await _close_idle(ws, timeout_s, "message")
+        last_message = anyio.current_time()
         if message["type"] == "websocket.disconnect":
             return
         if ended:
@@ -193,15 +210,18 @@ async def _listen(ctx, ws: WebSocket, config: _Config, pacer: _Pacer) -> None:
                 check_fields(msg, {"type"})
                 pacer.add(config.splitter.flush(), ended=True)
                 ended = True
+            elif msg["type"] == "session.close":  # vllm-omni's: the client is done; whatever is unsaid is dropped
+                return await ws.close(1000)
             else:
-                raise bad_request(f"unknown message type {msg['type']!r} (input.text, input.done)", "type")
+                raise bad_request(f"unknown message type {msg['type']!r} (input.text, input.done, session.close)",
+                                  "type")
         except ApiError as error:
             await _send_error(ws, error)
 
 
-def _submit(ctx, config: _Config, text: str):
+def _submit(ctx, config: StreamConfig, text: str):
     try:
-        return ctx.worker.submit(config.request(text), "stream")
+        return ctx.worker.submit(config.request(text), "stream", config.sample_rate)
     except ApiError as error:
         return error
     except Exception as exc:  # a piece the request spec refuses: said for that piece, the session goes on
@@ -210,7 +230,7 @@ def _submit(ctx, config: _Config, text: str):
         return from_engine(exc)
 
 
-async def _speak(ctx, ws: WebSocket, config: _Config, pieces, pacer: _Pacer) -> None:
+async def _speak(ctx, ws: WebSocket, config: StreamConfig, pieces, pacer: _Pacer) -> None:
     """Send each piece's audio in order; session.done after the last, then close."""
     index = 0
     async with pieces:
@@ -220,12 +240,15 @@ async def _speak(ctx, ws: WebSocket, config: _Config, pieces, pacer: _Pacer) -> 
                 await ws.close(1000)
                 return
             text, ticket = item
-            await _speak_one(ctx, ws, config, index, text, ticket, pacer.heard)
+            try:
+                await _speak_one(ctx, ws, config, index, text, ticket, pacer.heard)
+            finally:
+                pacer.spoken()
             index += 1
 
 
-async def _speak_one(ctx, ws: WebSocket, config: _Config, index: int, text: str, ticket, heard) -> None:
-    encoder = StreamEncoder(config.format, ctx.sample_rate)
+async def _speak_one(ctx, ws: WebSocket, config: StreamConfig, index: int, text: str, ticket, heard) -> None:
+    encoder = StreamEncoder(config.format, config.sample_rate or ctx.sample_rate)
     await ws.send_json({"type": "audio.start", "sentence_index": index, "sentence_text": text,
                         "format": config.format, "sample_rate": encoder.output_rate})
     total, held, error, done = 0, [], None, None

@@ -20,7 +20,7 @@ from .defaults import DEFAULT_CARD
 from .engine import Engine
 from .program import CompiledProgram, compile_program, load_checked
 from .spec import SpeakRequest
-from .spec.stream import AudioChunk, RequestDone, RequestStatus, TextPiece
+from .spec.stream import AudioChunk, MonoAudio, RequestDone, RequestStatus, TextPiece
 
 __all__ = ["EngineOptions", "Speech", "SpeechFailed", "Voice", "build_engine", "engine", "load", "load_checked",
            "load_voice"]
@@ -31,20 +31,12 @@ class SpeechFailed(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Speech:
-    """What one `speak` made: the waveform and the text the model said with it."""
+class Speech(MonoAudio):
+    """What one `speak` made: the waveform and the text the model said with it (num_samples, duration_s)."""
 
     samples: np.ndarray  # float32 mono in [-1, 1]
     sample_rate: int  # Hz
     text: str  # the thinker's text (the input itself in echo mode; the reply in chat mode)
-
-    @property
-    def num_samples(self) -> int:
-        return int(self.samples.shape[0])
-
-    @property
-    def duration_s(self) -> float:
-        return self.num_samples / self.sample_rate
 
     def write_wav(self, path: str | Path) -> None:
         """A 16-bit PCM WAV file of the samples."""

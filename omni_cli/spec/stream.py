@@ -30,12 +30,12 @@ class TextPiece:
     text: str
 
 
-@dataclass(frozen=True)
-class AudioChunk:
-    request_id: str
-    index: int  # 0, 1, 2 … within the request
-    sample_rate: int  # Hz
-    samples: np.ndarray  # float32 mono in [-1, 1]
+class MonoAudio:
+    """The units of anything holding `samples` (float32 mono in [-1, 1]) at `sample_rate` (Hz): a chunk, a
+    whole utterance (api.Speech)."""
+
+    samples: np.ndarray
+    sample_rate: int
 
     @property
     def num_samples(self) -> int:
@@ -44,6 +44,14 @@ class AudioChunk:
     @property
     def duration_s(self) -> float:
         return self.num_samples / self.sample_rate
+
+
+@dataclass(frozen=True)
+class AudioChunk(MonoAudio):
+    request_id: str
+    index: int  # 0, 1, 2 … within the request
+    sample_rate: int  # Hz
+    samples: np.ndarray  # float32 mono in [-1, 1]
 
 
 @dataclass(frozen=True)

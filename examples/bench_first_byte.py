@@ -6,7 +6,7 @@
 Each round runs every case once, one after another (the machine's noise falls on all of them alike):
 the library in this process (TTFA: submit to the first AudioChunk; also the gap to the second chunk),
 then POST /v1/audio/speech with "stream_format": "audio" to a child `omni serve` in wav, pcm, mp3,
-opus and flac (time from sending the request to the first audio byte: for wav the first byte past its
+opus, flac and aac (ADTS; where PyAV is installed) (time from sending the request to the first audio byte: for wav the first byte past its
 44-byte header; the codecs' first bytes are their headers, which libsndfile writes with the first
 frame), then the WebSocket /v1/audio/speech/stream with the text sent whole, and with the same text
 sent word by word as an LLM would (first audio counted from when the first clause was complete).
@@ -33,7 +33,7 @@ from omni_cli.spec.stream import AudioChunk
 
 TEXT = "The quick brown fox jumps over the lazy dog, twice."
 STREAMED = "Here is the first clause, and here is the second one. Then a last sentence to end it."
-FORMATS = ("wav", "pcm", "mp3", "opus", "flac")
+FORMATS = ("wav", "pcm", "mp3", "opus", "flac", "aac")
 WORD_GAP_S = 0.02  # an LLM's pace: 50 tokens a second
 
 
@@ -131,7 +131,7 @@ def measure(card: str, rounds: int) -> dict[str, list[float]]:
     model = program.card.model if card.endswith(".yaml") else card
     proc, port = start_server(card)
     ws_url = f"ws://127.0.0.1:{port}/v1/audio/speech/stream"
-    cases = {**{fmt: (lambda f=fmt: first_byte(port, model, f)) for fmt in FORMATS},
+    cases = {**{fmt: (lambda f=fmt: first_byte(port, model, f)) for fmt in formats()},
              "ws_whole": lambda: websocket(ws_url, False), "ws_streamed": lambda: websocket(ws_url, True)}
     times: dict[str, list[float]] = {name: [] for name in ("library", "chunk_gap", *cases)}
     try:
@@ -145,6 +145,12 @@ def measure(card: str, rounds: int) -> dict[str, list[float]]:
         proc.terminate()
         proc.wait(10)
     return times
+
+
+def formats() -> tuple[str, ...]:
+    from omni_cli.audio.aac import aac_unavailable
+
+    return FORMATS if aac_unavailable() is None else FORMATS[:-1]
 
 
 def ratio(times: dict[str, list[float]], a: str, b: str) -> float:
@@ -162,12 +168,12 @@ def main() -> None:
     ms = {name: statistics.median(values) for name, values in times.items()}
     if args.json:
         print(json.dumps({"card": args.card, "rounds": args.rounds, "median_ms": ms,
-                          "ratio_to_library": {fmt: ratio(times, fmt, "library") for fmt in FORMATS},
+                          "ratio_to_library": {fmt: ratio(times, fmt, "library") for fmt in formats()},
                           "ws_streamed_to_whole": ratio(times, "ws_streamed", "ws_whole")}))
         return
     print(f"{args.card}, {args.rounds} rounds (medians; ratios are medians of each round's own ratio): "
           f"library TTFA {ms['library']:.1f} ms, its next chunk {ms['chunk_gap']:.1f} ms later")
-    for fmt in FORMATS:
+    for fmt in formats():
         late = statistics.median(c - w for c, w in zip(times[fmt], times["wav"], strict=True))
         codec = "" if fmt in ("wav", "pcm") else f"; wav {late:+.1f} ms (goal <= +{ms['chunk_gap']:.1f}: one chunk)"
         print(f"{'http ' + fmt:>17} {ms[fmt]:7.1f} ms  {ratio(times, fmt, 'library'):.2f}x library "

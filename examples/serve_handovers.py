@@ -7,7 +7,9 @@ A child `omni serve` runs with hooks on its hand-overs, each writing a CLOCK_MON
 clock `time.perf_counter` reads on Linux, one for every process) to a file; this process sends one request
 at a time and notes when it sent it and when the first audio byte came. Printed: the median time of
 each mark after the request was sent, and the step from the mark before, beside the library's own
-first audio for the same text in this process (measured between the requests). The hooks wrap the
+first audio for the same text in this process (measured between the requests), and the floor of step 6:
+the same first chunk handed from a thread running the engine to an idle asyncio loop in this process, with
+no server code between (the engine keeps stepping meanwhile, as the server's does). The hooks wrap the
 server's functions and change nothing they do.
 """
 
@@ -46,8 +48,8 @@ async def speech_route(ctx, request):
 app.speech_route = speech_route
 W = worker.EngineWorker
 submit, start, route_events, deliver = W.submit, W._start, W._route, W._deliver
-def w_submit(self, request, prefix="speech"):
-    ticket = submit(self, request, prefix); mark("2 body checked, handed to the engine thread"); return ticket
+def w_submit(self, request, prefix="speech", sample_rate=None):
+    ticket = submit(self, request, prefix, sample_rate); mark("2 body checked, handed to the engine thread"); return ticket
 def w_start(self, ticket):
     mark("3 engine thread took it"); start(self, ticket); mark("4 engine.submit done (request wired)")
 def w_route(self, events):
@@ -71,6 +73,8 @@ def first_byte(port: int, card: str, fmt: str) -> tuple[float, float]:
     sent = time.perf_counter()
     conn.request("POST", "/v1/audio/speech", body, {"Content-Type": "application/json"})
     response = conn.getresponse()
+    if response.status != 200:
+        raise RuntimeError(f"the server answered {response.status}: {response.read()[:300]!r}")
     skip = 44 if fmt == "wav" else 0
     while skip >= 0:
         part = response.read1(65536)
@@ -94,10 +98,44 @@ def library(program) -> float:
     raise RuntimeError("no audio")
 
 
+def bare_handover(program) -> float:
+    """Seconds from `call_soon_threadsafe` on the engine's thread at its first chunk to the callback running on
+    an asyncio loop's thread, while the engine goes on stepping: what any thread-to-loop hand-over costs here."""
+    import asyncio
+    import threading
+
+    from omni_cli.serve.server import SWITCH_INTERVAL_S
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)  # as `omni serve` runs its two threads
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    arrived = threading.Event()
+    times: list[float] = []
+    engine = Engine(program)
+    engine.submit(SpeakRequest(TEXT))
+    try:
+        for event in engine.events():
+            if isinstance(event, AudioChunk) and not times:
+                times.append(time.perf_counter())
+                loop.call_soon_threadsafe(lambda: (times.append(time.perf_counter()), arrived.set()))
+            if arrived.is_set():
+                break
+        arrived.wait(10)
+    finally:
+        engine.cancel_all()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+        sys.setswitchinterval(interval)
+    return times[1] - times[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--card", default="qwen2_5_omni_toy")
-    parser.add_argument("--format", default="pcm", choices=["wav", "pcm", "mp3", "opus", "flac"])
+    parser.add_argument("--format", default="pcm", choices=["wav", "pcm", "mp3", "opus", "flac", "aac"])
     parser.add_argument("--requests", type=int, default=15)
     args = parser.parse_args()
     program = load(args.card)
@@ -110,10 +148,11 @@ def main() -> None:
             for _ in range(3):  # warm both sides
                 first_byte(port, args.card, args.format)
                 library(program)
-            requests, lib = [], []
+            requests, lib, bare = [], [], []
             for _ in range(args.requests):
                 requests.append(first_byte(port, args.card, args.format))
                 lib.append(library(program))
+                bare.append(bare_handover(program))
         finally:
             proc.terminate()
             proc.wait(10)
@@ -133,6 +172,8 @@ def main() -> None:
         print(f"  {name:<46} {at:7.1f}  (+{at - before:.1f})")
         before = at
     print(f"  {'library, same text, in this process':<46} {1000 * statistics.median(lib):7.1f}")
+    print(f"  {'a bare thread-to-loop hand-over, engine busy':<46} {1000 * statistics.median(bare):7.1f}"
+          "  (the floor of step 6)")
 
 
 if __name__ == "__main__":

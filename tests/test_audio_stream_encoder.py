@@ -84,6 +84,19 @@ def test_aac_without_pyav_is_refused_naming_the_extra(monkeypatch):
         can_encode.cache_clear()
 
 
+@pytest.mark.parametrize("fmt,rate", [("mp3", 24000), ("opus", 24000), ("opus", 22050), ("aac", 24000),
+                                      ("aac", 22050), ("aac", 44000)])
+def test_a_slow_codecs_first_slice_makes_audio_bytes_so_the_first_bytes_cost_one_hop(fmt, rate):
+    if fmt == "aac":
+        pytest.importorskip("av")
+    encoder = StreamEncoder(fmt, rate)
+    first = encoder.slices(_speechlike(rate, 0.5))[0]
+    data = encoder.encode(first)
+    assert data and len(first) < rate * 0.2  # bytes at once, from a slice well short of the chunk
+    if fmt == "aac":
+        assert AdtsDecoder().feed(data) > 0  # a decodable frame, not a header alone
+
+
 def test_the_sink_drops_patches_to_bytes_already_handed_out():
     sink = _Sink()
     sink.write(b"header--")

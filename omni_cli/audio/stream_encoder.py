@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .aac import aac_rate
+from .aac import FRAME_SAMPLES, aac_rate
 from .pcm import UNKNOWN_SIZE, float_to_pcm16, wav_header
 
 # format name -> (libsndfile major format, subtype)
@@ -14,9 +16,11 @@ OPUS_RATES = (8000, 12000, 16000, 24000, 48000)  # the only rates an Opus stream
 _SFC_SET_OGG_PAGE_LATENCY_MS = 0x1302  # libsndfile >= 1.2: how much audio an Ogg page may hold before it is written
 _PAGE_LATENCY_MS = 50.0  # libsndfile's floor; its default (1 s) would hold the first second back
 # an MP3 frame is 24-48 ms; an Ogg page holds at least 50 ms (above), and the first slice must also fill the
-# Opus encoder's look-ahead, or the first bytes out would be the stream's headers without any audio; an
-# AAC frame is 1024 samples (43 ms at 24 kHz)
-_SLICE_S = {"mp3": 0.06, "opus": 0.08, "aac": 0.043}
+# Opus encoder's look-ahead, or the first bytes out would be the stream's headers without any audio
+_SLICE_S = {"mp3": 0.06, "opus": 0.08}
+# AAC in frames of 1024 samples (at the output rate): its encoder gives its first packet after two, so a slice
+# of two makes bytes from the first hop off the event loop on
+_SLICE_FRAMES = {"aac": 2}
 _OPTIONS = {
     # MP3 at a constant bitrate: a decoder reading a stream without LAME's closing Info frame (patched in at
     # the start, which a stream has already sent) reckons its length from its bytes. Level 0.6 of libsndfile's
@@ -109,11 +113,16 @@ class StreamEncoder:
     @property
     def is_slow(self) -> bool:
         """MP3, Opus and AAC take milliseconds per chunk: a server runs them off its event loop, in slices."""
-        return self.format in _SLICE_S
+        return self.format in _SLICE_S or self.format in _SLICE_FRAMES
 
     def slices(self, samples: np.ndarray) -> list[np.ndarray]:
         """`samples` in pieces to encode one by one, so a slow codec's first bytes need not wait for the whole chunk."""
-        step = max(1, round(self.sample_rate * _SLICE_S.get(self.format, 0))) if self.is_slow else len(samples)
+        if self.format in _SLICE_FRAMES:
+            # resampled, one frame more: soxr holds a few hundred samples back in its filter
+            frames = _SLICE_FRAMES[self.format] + (self._resampler is not None)
+            step = math.ceil(frames * FRAME_SAMPLES * self.sample_rate / self.output_rate)
+        else:
+            step = max(1, round(self.sample_rate * _SLICE_S.get(self.format, 0))) if self.is_slow else len(samples)
         return [samples[i:i + step] for i in range(0, len(samples), step)] or [samples]
 
     @property

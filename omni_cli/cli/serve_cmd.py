@@ -16,8 +16,8 @@ the first line on stderr names the card, its voices and the address.
 
 \b
 Routes: POST /v1/audio/speech (mp3 by default, as OpenAI's; wav, pcm, flac,
-opus, aac; "stream_format": "audio" streams the bytes of any of them as they are
-made, "sse" or "stream": true sends speech.audio.delta events), WebSocket
+opus, aac; "stream_format": "audio" streams the bytes of any of them as they
+are made, "sse" or "stream": true sends speech.audio.delta events), WebSocket
 /v1/audio/speech/stream (text in piece by piece, each sentence or clause
 spoken once complete), POST /v1/chat/completions (modalities text and
 audio), GET /v1/audio/voices, /v1/models, /health, /metrics.

@@ -19,11 +19,11 @@ whole file as one utterance; a sentence voice (piper_joe) streams it
 sentence by sentence, so a chapter starts as soon as its first sentence:
   omni speak -i chapter.txt -o chapter.wav
 \b
-Output: `-o FILE` (.wav, .raw, .flac, .mp3, .opus, .aac); several lines go into
-the one file in input order. A WAV's header is rewritten after every chunk
-and a raw file has none, so a reader mid-run, or a run killed even by
-SIGKILL, sees every sample so far. A FLAC, MP3, Opus or AAC file is complete once
-the run ends (Ctrl-C and SIGTERM included); read mid-run, or left by
+Output: `-o FILE` (.wav, .raw, .flac, .mp3, .opus, .aac); several lines go
+into the one file in input order. A WAV's header is rewritten after every
+chunk and a raw file has none, so a reader mid-run, or a run killed even by
+SIGKILL, sees every sample so far. A FLAC, MP3, Opus or AAC file is complete
+once the run ends (Ctrl-C and SIGTERM included); read mid-run, or left by
 SIGKILL, it is not promised to be readable. `-o - --format mp3` (opus, aac)
 streams the encoder's frames as they are made (AAC as ADTS, through PyAV:
 the serve extra).

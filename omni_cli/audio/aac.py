@@ -9,7 +9,6 @@ AAC_RATES = (7350, 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000,
 BIT_RATE = 64000  # mono speech, as MP3's constant ~64 kbit/s
 FRAME_SAMPLES = 1024  # one AAC frame; the encoder's priming delay is one frame too
 EXTRA = "serve"  # the extra that installs PyAV
-MISSING = (f"aac needs PyAV, which this install lacks: pip install 'omni-stepwise[{EXTRA}]' (or pip install av)")
 
 
 def aac_rate(sample_rate: int) -> int:
@@ -22,7 +21,9 @@ def aac_unavailable() -> str | None:
     try:
         import av
     except ImportError:
-        return MISSING
+        from ..extras import install_command
+
+        return f"aac needs PyAV, which this install lacks: {install_command(EXTRA)} (or pip install av)"
     try:
         av.codec.Codec("aac", "w")
     except Exception:  # a PyAV built against an ffmpeg without the encoder

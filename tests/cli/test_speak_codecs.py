@@ -63,4 +63,4 @@ def test_aac_without_pyav_is_one_line_naming_the_extra(omni, monkeypatch):
     monkeypatch.setitem(sys.modules, "av", None)
     result = omni("speak", HELLO, "-o", "hello.aac", "-q")
     assert result.exit_code != 0 and "Traceback" not in result.stderr
-    assert "pip install 'omni-stepwise[serve]'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "pip install" in result.stderr and "[serve]" in result.stderr and len(result.stderr.strip().splitlines()) == 1

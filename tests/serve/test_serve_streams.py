@@ -116,7 +116,7 @@ def test_without_pyav_aac_is_one_400_naming_the_extra(server, monkeypatch):
                            json={"model": CARD, "input": "Hi", "response_format": "aac", **stream})
             error = r.json()["error"]
             assert r.status_code == 400 and error["param"] == "response_format"
-            assert "pip install 'omni-stepwise[serve]'" in error["message"]
+            assert "pip install" in error["message"] and "[serve]" in error["message"]
     finally:
         can_encode.cache_clear()
 

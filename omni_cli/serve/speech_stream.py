@@ -154,8 +154,12 @@ async def _receive(ws: WebSocket, timeout_s: float, quiet_since) -> dict | None:
 
 async def _close_idle(ws: WebSocket, timeout_s: float, waited_for: str) -> None:
     reason = f"idle timeout: no {waited_for} for {timeout_s:g} s"
-    await _send_error(ws, ApiError(408, f"{reason}; closing (the server's --ws-idle-timeout)", code="idle_timeout"))
-    await ws.close(IDLE_CLOSE, reason)
+    try:
+        await _send_error(ws, ApiError(408, f"{reason}; closing (the server's --ws-idle-timeout)",
+                                       code="idle_timeout"))
+        await ws.close(IDLE_CLOSE, reason)
+    except (WebSocketDisconnect, RuntimeError, OSError):  # the client left at the same moment
+        pass
 
 
 async def _receive_config(ctx, ws: WebSocket) -> StreamConfig | None:

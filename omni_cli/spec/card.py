@@ -39,6 +39,11 @@ class LoopSpec:
     work_unit: str | None = None  # follows from kind; when written, it must agree
     max_tokens: int = bounded(256, min=1, max=MAX_TOKENS_LIMIT, doc="ar_decode: most tokens per request")
     sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    # ar_decode over a talker that fills each frame's other codebook groups itself (Qwen3-Omni's code
+    # predictor): how it draws them while `sampling` samples (a greedy `sampling` makes them greedy too, as
+    # generate mirrors the talker's do_sample onto its predictor); generate's settings by default; its
+    # repetition_penalty is unused (a frame's residual codes have no history)
+    residual_sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(temperature=1.0, top_k=50, top_p=0.8))
     chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes per chunk, 0 = whole utterance")
     first_chunk_codes: int | list[int] = bounded(
         0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes, "

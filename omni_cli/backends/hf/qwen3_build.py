@@ -12,13 +12,19 @@ from ..base import LoadReporter
 MODEL_TYPE = "qwen3_omni_moe"  # config.json's model_type of a Qwen3-Omni checkpoint
 
 
-def is_qwen3_omni(model_path: str) -> bool:
-    """Whether the checkpoint directory's config.json names Qwen3-Omni (read without importing torch)."""
+def checkpoint_model_type(model_path: str) -> str | None:
+    """The checkpoint directory's config.json model_type (read without importing torch); None: no readable one."""
     try:
         config = json.loads((Path(model_path).expanduser() / "config.json").read_text())
     except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and config.get("model_type") == MODEL_TYPE
+        return None
+    found = config.get("model_type") if isinstance(config, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def is_qwen3_omni(model_path: str) -> bool:
+    """Whether the checkpoint directory's config.json names Qwen3-Omni (read without importing torch)."""
+    return checkpoint_model_type(model_path) == MODEL_TYPE
 
 
 def build_qwen3(settings: Any, names: dict[str, str], role_params: Callable[[str], Any], threads: Callable[[str], Any],

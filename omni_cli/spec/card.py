@@ -106,6 +106,7 @@ class LoopSpec:
 @dataclass
 class DefaultsSpec:
     program: str = "speak"
+    chat_program: str = "chat"  # the program `omni chat` runs (a card whose talker makes frames: chat_frames)
     mode: Literal["echo", "chat"] = "echo"
     voice: str | None = None
 
@@ -268,9 +269,10 @@ def _check_names_and_voices(card: CardSpec, src: Located, issues: IssueList) -> 
             if not NAME.fullmatch(name):
                 issues.add(src.line(f"{section}.{name}"), f"{section}.{name}", f"a name is letters, digits, _ . - "
                            f"(at most 64), not {name!r}")
-    if not PROGRAM_NAME.fullmatch(card.defaults.program):  # a path here would make omni read any file
-        issues.add(src.line("defaults.program"), "defaults.program",
-                   "names a shipped program (see `omni programs list`), not a path; paths come only from --program")
+    for key in ("program", "chat_program"):  # a path here would make omni read any file
+        if not PROGRAM_NAME.fullmatch(getattr(card.defaults, key)):
+            issues.add(src.line(f"defaults.{key}"), f"defaults.{key}", "names a shipped program (see `omni programs "
+                       "list`), not a path; paths come only from --program")
     if issues.was_dropped("voices"):
         return
     for i, voice in enumerate(card.voices):  # `[alto, alto]` is a mistake, not two voices

@@ -38,6 +38,22 @@ def build_qwen3(settings: Any, names: dict[str, str], role_params: Callable[[str
 
     loaded = load_qwen3(settings, on_load)
     thinker = HFThinker(loaded, role_params("thinker"), names["thinker"], threads("thinker"))
+    config = loaded.model.config
+    thinker.hidden_layer = int(config.talker_config.accept_hidden_layer)  # what the talker reads at heard positions
+    heard = config.thinker_config  # the chat template's audio tokens, by the ids the thinker config names
+    thinker.prompts.audio_tokens = tuple(loaded.tokenizer.convert_ids_to_tokens(
+        [heard.audio_start_token_id, heard.audio_token_id, heard.audio_end_token_id]))
     talker = Qwen3Talker(loaded, role_params("talker"), names["talker"], threads("talker"))
     vocoder = Qwen3Vocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"))
-    return {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}
+    built = {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}
+    if "audio_encoder" in names:  # a card that listens: the thinker's audio tower, on the checkpoint's features
+        from ...spec import SpecError, SpecIssue
+        from .listener import ListenerUnavailable
+        from .qwen3_listener import Qwen3AudioEncoder
+
+        try:
+            encoder = Qwen3AudioEncoder(loaded, settings.model_path, names["audio_encoder"], threads("audio_encoder"))
+        except ListenerUnavailable as exc:
+            raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None
+        built[encoder.name] = encoder
+    return built

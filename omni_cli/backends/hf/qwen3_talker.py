@@ -88,6 +88,9 @@ class Qwen3Talker(TalkerModel):
         self._codec_specials = [int(cfg.codec_nothink_id), int(cfg.codec_think_bos_id), int(cfg.codec_think_eos_id)]
         self._codec_pad_bos = [int(cfg.codec_pad_id), int(cfg.codec_bos_id)]
         self._thinker_embed = model.thinker.get_input_embeddings()
+        thinker = model.config.thinker_config
+        self._heard_ids = frozenset(int(i) for i in (thinker.audio_token_id, thinker.image_token_id,
+                                                      thinker.video_token_id))
         tts = self._projected([model.config.tts_bos_token_id, model.config.tts_eos_token_id,
                                model.config.tts_pad_token_id])
         self._tts_bos, self._tts_eos, self._tts_pad = tts[0], tts[1], tts[2]
@@ -121,7 +124,7 @@ class Qwen3Talker(TalkerModel):
         if len(header) != ASSISTANT_HEADER:
             raise ValueError("a Qwen3-Omni talker prefill needs a prompt that ends with the assistant header")
         with torch.no_grad():
-            text = torch.cat([self._projected([prompt[i] for i in user]) if user else self._tts_pad[None][:0],
+            text = torch.cat([self._user_rows(prompt, user, items[0].hidden),
                               self._projected(header), self._tts_pad.expand(4, -1), self._tts_bos[None],
                               self._projected([items[0].token])])
             codec = self.module.get_input_embeddings()(torch.tensor(
@@ -129,6 +132,19 @@ class Qwen3Talker(TalkerModel):
             embeds = text.clone()
             embeds[len(user) + ASSISTANT_HEADER:] += codec
         return Prefill(token_ids=[self._history_id] * embeds.shape[0], payload=Qwen3TalkerPrefill(embeds))
+
+    def _user_rows(self, prompt: list[int], user: list[int], hidden) -> torch.Tensor:
+        """generate's user part: heard positions (audio, image, video) from the thinker's hidden states there
+        (hidden_projection), the others from its input embeddings (text_projection), each set projected apart."""
+        rows = self._tts_pad.new_empty(len(user), self._tts_pad.shape[0])
+        heard = [j for j, i in enumerate(user) if prompt[i] in self._heard_ids]
+        said = [j for j, i in enumerate(user) if prompt[i] not in self._heard_ids]
+        if heard:
+            at = torch.tensor([user[j] for j in heard], device=hidden.device)
+            rows[heard] = self.module.hidden_projection(hidden[at].to(self.device, rows.dtype))
+        if said:
+            rows[said] = self._projected([prompt[user[j]] for j in said])
+        return rows
 
     @with_threads
     def cond_for_step(self, items: Sequence[ARItem], is_closed: bool, step: int) -> torch.Tensor | None:

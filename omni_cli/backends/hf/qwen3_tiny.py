@@ -39,7 +39,7 @@ def _build(directory: Path) -> Path:
     import torch
     from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration
 
-    from .tiny import save_tokenizer
+    from .tiny import save_feature_extractor, save_tokenizer
 
     config = Qwen3OmniMoeConfig(**json.loads(CONFIG_PATH.read_text()))
     torch.manual_seed(SEED)
@@ -56,6 +56,7 @@ def _build(directory: Path) -> Path:
         model.code2wav.decoder[-1].conv.weight.mul_(0.1 / probe.pow(2).mean().sqrt())
     directory.mkdir(parents=True, exist_ok=True)
     save_tokenizer(directory, config.thinker_config.text_config.vocab_size, ROLE_WORDS)
+    save_feature_extractor(directory, config.thinker_config.audio_config.num_mel_bins)  # the audio tower's, to hear
     _stop_by_themselves(model, directory)
     model.save_pretrained(directory)
     return directory

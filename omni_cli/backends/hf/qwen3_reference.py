@@ -19,9 +19,10 @@ class Qwen3ReferenceRun:
 
 
 def generate_reference(model, input_ids: list[int], *, voice: str, thinker_max: int, talker_max: int,
-                       thinker_eos: int | list[int], talker_min: int = 0) -> Qwen3ReferenceRun:
+                       thinker_eos: int | list[int], talker_min: int = 0, **inputs) -> Qwen3ReferenceRun:
     """One request through generate with its talker greedy (talker_do_sample=False: the code predictor follows);
-    the talker's frames are read from what its generate returns, as generate itself reads them."""
+    the talker's frames are read from what its generate returns, as generate itself reads them. `inputs`: what
+    else generate takes (heard audio: input_features, feature_attention_mask)."""
     import logging
 
     import torch
@@ -46,7 +47,7 @@ def generate_reference(model, input_ids: list[int], *, voice: str, thinker_max: 
             sequences, wave = model.generate(
                 torch.tensor([input_ids], device=model.device), speaker=voice, thinker_max_new_tokens=thinker_max,
                 thinker_eos_token_id=thinker_eos, talker_max_new_tokens=talker_max,
-                talker_min_new_tokens=talker_min, talker_do_sample=False)
+                talker_min_new_tokens=talker_min, talker_do_sample=False, **inputs)
         latency = time.perf_counter() - start
     finally:
         del model.talker.generate

@@ -51,6 +51,11 @@ def _build(directory: Path) -> Path:
         for weight in [*model.talker.parameters(), *model.thinker.get_input_embeddings().parameters()]:
             if weight.ndim >= 2:
                 weight.normal_(0.0, 0.3)
+        # the random audio tower's rows are ~1e-3 beside text embeddings of 0.3: larger weights make heard audio
+        # reach the talker (which reads the thinker's hidden states at audio positions)
+        for weight in model.thinker.model.audio_tower.parameters():
+            if weight.ndim >= 2:
+                weight.normal_(0.0, 0.3)
         # the random Code2Wav whispers at ~1e-6: bring it to speech level (RMS about 0.1)
         probe = model.code2wav(torch.arange(4 * 20).view(1, 4, 20) % 32)
         model.code2wav.decoder[-1].conv.weight.mul_(0.1 / probe.pow(2).mean().sqrt())

@@ -279,7 +279,8 @@ class ARDecodeLoop(Loop):
     def behaviour_settings(self, seed: int) -> dict[str, Any]:
         s = self.sampler
         settings = {"sampling": asdict(self.spec.sampling), "max_tokens": self.spec.max_tokens,
-                    "suppressed_ids": list(s.suppressed), "eos_ids": sorted(set(s.suppressed_and_eos) - set(s.suppressed))}
+                    "suppressed_ids": list(s.suppressed),
+                    "eos_ids": sorted(set(s.suppressed_and_eos) - set(s.suppressed))}
         if self.residual_groups:  # None: the residual groups were greedy
             r = self.residual_sampler
             settings["residual_sampling"] = None if r is None else asdict(r.params)

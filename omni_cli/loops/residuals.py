@@ -24,7 +24,8 @@ from .sampling import Drawn, Sampler, model_logprob
 RESIDUAL_STREAM = 1  # sets a frame's stream apart from the loop's own ([seed, stage])
 
 RESIDUAL_KEY = "residual_token"  # its column, and a replay's entry "<loop>/residual_token" (codes to force)
-RESIDUAL_COLUMNS = {  # name: dtype; rows per AR step, [steps, residual groups]: row k is the frame whose group 0 is token k
+# name: dtype; [steps, residual groups], a row per AR step: row k is the frame whose group 0 is token k
+RESIDUAL_COLUMNS = {
     RESIDUAL_KEY: np.int64,  # -1: the frame was never consumed (codec EOS, or the token made at the cap)
     "residual_logprob": np.float64,  # under the distribution it was drawn from; NaN where no frame
     "residual_logprob_model": np.float64,  # under the predictor's raw logits

@@ -149,8 +149,8 @@ def test_omni_rollout_and_score_with_the_talker_in_a_worker_process(cards, qwen3
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     omni = [sys.executable, "-m", "omni_cli.cli", "rollout"]
     common = ["--card", str(card), "--model-path", str(qwen3_checkpoint)]
-    run = subprocess.run([*omni, "run", "p.txt", "-k", "2", "-o", "out", "-q", "--placement", "talker=process", *common],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    run = subprocess.run([*omni, "run", "p.txt", "-k", "2", "-o", "out", "-q", "--placement", "talker=process",
+                          *common], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
     scored = subprocess.run([*omni, "score", "out", *common], capture_output=True, text=True, cwd=tmp_path, env=env,
                             timeout=300)

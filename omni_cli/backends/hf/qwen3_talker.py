@@ -228,7 +228,8 @@ class Qwen3Talker(TalkerModel):
         return [ARStepOutput(logits=last_logits(logits, row), extra=frames[row], residual_logits=kept[row])
                 for row in range(len(inputs))]
 
-    def _residuals(self, codes: torch.Tensor, last_hidden: torch.Tensor, choices: list) -> tuple[list, torch.Tensor, list]:
+    def _residuals(self, codes: torch.Tensor, last_hidden: torch.Tensor,
+                   choices: list) -> tuple[list, torch.Tensor, list]:
         """The code predictor, as generate runs it: groups 1.. of each frame from [the talker's last hidden state,
         group 0's embedding], each code chosen as its row's `choices` says (greedy: argmax, as generate's greedy);
         each frame's codes, the sum of their embeddings (the talker's next input), and each row's kept logits."""

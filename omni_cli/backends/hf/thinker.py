@@ -181,4 +181,5 @@ class HFThinker(ThinkerModel):
         cache.num_positions += n
         # generate hands the talker zeros at audio positions in place of their input rows
         handed = out.hidden_states[0][0] if inp.prefill is None else torch.zeros_like(out.hidden_states[0][0])
-        return ARStepOutput(logits=last_logits(out.logits), hidden=out.hidden_states[self.hidden_layer][0], embeds=handed)
+        hidden = out.hidden_states[self.hidden_layer][0]
+        return ARStepOutput(logits=last_logits(out.logits), hidden=hidden, embeds=handed)

@@ -4,27 +4,20 @@ batched; the talker's codes and the waveform too (its user turn reads the thinke
 
 from __future__ import annotations
 
-import threading
-import time
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
+from heard_audio import RATE, clip, streamed
+from hf_cards import qwen3_card
 
-yaml = pytest.importorskip("yaml")
+from omni_cli.api import load
+from omni_cli.backends.base import AudioBlockInput
+from omni_cli.backends.hf.listener import FloorState
+from omni_cli.backends.hf.qwen3_reference import generate_reference
+from omni_cli.engine import Engine
+from omni_cli.rollout.records import behaviour
+from omni_cli.spec import SpeakRequest
 
-from omni_cli.api import load  # noqa: E402
-from omni_cli.audio.source import AudioSource  # noqa: E402
-from omni_cli.backends.base import AudioBlockInput  # noqa: E402
-from omni_cli.backends.hf.listener import FloorState  # noqa: E402
-from omni_cli.backends.hf.qwen3_reference import generate_reference  # noqa: E402
-from omni_cli.engine import Engine  # noqa: E402
-from omni_cli.rollout.records import behaviour  # noqa: E402
-from omni_cli.spec import SpeakRequest  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
-RATE = 16000
 THINKER_MAX, TALKER_MAX = 12, 40
 STREAMED_BOUND = 1e-6  # streamed Code2Wav against generate's whole decode (tests/hf/test_hf_qwen3_card.py)
 
@@ -32,12 +25,8 @@ STREAMED_BOUND = 1e-6  # streamed Code2Wav against generate's whole decode (test
 @pytest.fixture(scope="module")
 def chat(qwen3_checkpoint, tmp_path_factory):
     """The shipped card, greedy as generate(talker_do_sample=False) runs, through its chat program."""
-    card = yaml.safe_load((ROOT / "cards" / "qwen3_omni.yaml").read_text())
-    card["loops"]["thinker_decode"]["max_tokens"] = THINKER_MAX
-    card["loops"]["talker_decode"]["max_tokens"] = TALKER_MAX
-    card["loops"]["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
-    path = tmp_path_factory.mktemp("qwen3_listen") / "greedy.yaml"
-    path.write_text(yaml.safe_dump(card))
+    path = qwen3_card(tmp_path_factory.mktemp("qwen3_listen"), "greedy", thinker_max=THINKER_MAX,
+                      talker_max=TALKER_MAX)
     return load(str(path), settings={"model_path": str(qwen3_checkpoint)}, program="chat_frames")
 
 
@@ -47,26 +36,6 @@ def features(qwen3_checkpoint):
 
     fe = WhisperFeatureExtractor.from_pretrained(str(qwen3_checkpoint))
     return lambda clip: fe(clip, sampling_rate=RATE, return_attention_mask=True, return_tensors="pt")
-
-
-def clip(seconds: float, seed: int) -> np.ndarray:
-    t = np.arange(int(seconds * RATE)) / RATE
-    rng = np.random.default_rng(seed)
-    return (0.3 * np.sin(2 * np.pi * (200 + 30 * seed) * t * (1 + 0.3 * t))
-            + 0.02 * rng.standard_normal(t.size)).astype(np.float32)
-
-
-def streamed(samples: np.ndarray) -> AudioSource:
-    source = AudioSource(RATE)
-
-    def feed():
-        for i in range(0, len(samples), 2777):
-            source.push(samples[i:i + 2777])
-            time.sleep(0.001)
-        source.end()
-
-    threading.Thread(target=feed, daemon=True).start()
-    return source
 
 
 def prompt_ids(program, samples: np.ndarray, text: str) -> list[int]:

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-yaml = pytest.importorskip("yaml")
+from hf_cards import qwen3_card  # noqa: E402
 
 from omni_cli.api import load  # noqa: E402
 from omni_cli.engine import Engine  # noqa: E402
@@ -30,17 +30,7 @@ TEXTS = ("hello there", "a longer question than the first one?", "ok")
 
 def short_card(directory: Path, name: str, residual_sampling: dict | None = None) -> Path:
     """The shipped card's sampling (talker and residuals), short utterances, one whole Code2Wav chunk."""
-    card = yaml.safe_load((ROOT / "cards" / "qwen3_omni.yaml").read_text())
-    loops = card["loops"]
-    loops["thinker_decode"]["max_tokens"] = 12
-    loops["talker_decode"]["max_tokens"] = 30
-    if residual_sampling is not None:
-        loops["talker_decode"]["residual_sampling"] = residual_sampling
-    loops["vocoder"]["chunk_codes"] = 0
-    loops["vocoder"].pop("first_chunk_codes", None)
-    path = directory / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(card))
-    return path
+    return qwen3_card(directory, name, talker_max=30, greedy=False, chunk_codes=0, residual_sampling=residual_sampling)
 
 
 @pytest.fixture(scope="module")

@@ -106,11 +106,19 @@ def _build_qwen2_5(config: HFParams, names: dict[str, str], role_params: Any, th
     vocoder = HFVocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"), on_load)
     built = {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}
     if "audio_encoder" in names:  # a card that listens: the thinker's audio tower, on the checkpoint's features
-        from .listener import HFAudioEncoder, ListenerUnavailable
+        from .listener import HFAudioEncoder
 
-        try:
-            encoder = HFAudioEncoder(loaded, config.model_path, names["audio_encoder"], threads("audio_encoder"))
-        except ListenerUnavailable as exc:
-            raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None
-        built[encoder.name] = encoder
+        built[names["audio_encoder"]] = audio_encoder(HFAudioEncoder, loaded, config.model_path,
+                                                      names["audio_encoder"], threads)
     return built
+
+
+def audio_encoder(cls: Any, loaded: Any, model_path: str, name: str, threads: Any) -> Any:
+    """The checkpoint's audio tower as the card's `name` component; a checkpoint that lacks what hearing needs
+    (its feature extractor) is bad input, said in one line."""
+    from .listener import ListenerUnavailable
+
+    try:
+        return cls(loaded, model_path, name, threads("audio_encoder"))
+    except ListenerUnavailable as exc:
+        raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None

@@ -47,13 +47,9 @@ def build_qwen3(settings: Any, names: dict[str, str], role_params: Callable[[str
     vocoder = Qwen3Vocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"))
     built = {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}
     if "audio_encoder" in names:  # a card that listens: the thinker's audio tower, on the checkpoint's features
-        from ...spec import SpecError, SpecIssue
-        from .listener import ListenerUnavailable
+        from . import audio_encoder
         from .qwen3_listener import Qwen3AudioEncoder
 
-        try:
-            encoder = Qwen3AudioEncoder(loaded, settings.model_path, names["audio_encoder"], threads("audio_encoder"))
-        except ListenerUnavailable as exc:
-            raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None
-        built[encoder.name] = encoder
+        built[names["audio_encoder"]] = audio_encoder(Qwen3AudioEncoder, loaded, settings.model_path,
+                                                      names["audio_encoder"], threads)
     return built

@@ -41,6 +41,7 @@ from omni_cli.backends.hf.ar import (
 )
 from omni_cli.backends.hf.params import TalkerParams
 from omni_cli.backends.hf.qwen3_loading import Qwen3Loaded
+from omni_cli.backends.hf.talker import GenerateBounds
 from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 
 ASSISTANT_HEADER = 3  # <|im_start|> assistant \n: the reply starts after them
@@ -56,10 +57,9 @@ class Qwen3TalkerPrefill:
     embeds: torch.Tensor  # [P, talker hidden]
 
 
-class Qwen3Talker(TalkerModel):
+class Qwen3Talker(GenerateBounds, TalkerModel):
     makes_frames = True
     role = "talker"
-    codes_bound_is_cap = True  # generate's talker_max_new_tokens: reaching it cuts the speech short
 
     def __init__(self, loaded: Qwen3Loaded, params: TalkerParams, name: str = "talker", threads: Threads | None = None,
                  card_threads: int = 0):
@@ -145,18 +145,6 @@ class Qwen3Talker(TalkerModel):
         if said:
             rows[said] = self._projected([prompt[user[j]] for j in said])
         return rows
-
-    @with_threads
-    def cond_for_step(self, items: Sequence[ARItem], is_closed: bool, step: int) -> torch.Tensor | None:
-        if step < 1:
-            raise ValueError("talker step 0 is the prefill; decode steps start at 1")
-        return self._reply_vector(items, step, is_closed)
-
-    def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
-        return self.min_new_tokens, self.max_codes_for(len(items))
-
-    def max_codes_for(self, num_reply_tokens: int) -> int:
-        return max(self.max_new_tokens, num_reply_tokens)
 
     def code_of(self, token: int) -> int | None:
         return token if 0 <= token < self.codebook_size else None

@@ -85,6 +85,9 @@ def _stop_by_themselves(model, directory: Path) -> None:
     are unchanged before that)."""
     import torch
 
+    from .reference import talker_outputs
+    from .tiny import _first_new_at, stop_talker_at
+
     config = model.config
     ids = torch.tensor([prompt_ids(directory)])
     reply = model.thinker.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:].tolist()
@@ -93,40 +96,16 @@ def _stop_by_themselves(model, directory: Path) -> None:
     config.thinker_config.text_config.eos_token_id = eos
     model.thinker.generation_config.eos_token_id = eos
 
-    talker_cfg = config.talker_config
-    captured = {}
-    generate = model.talker.generate
-
-    def spy(*args, **kwargs):
-        captured["out"] = generate(*args, **kwargs)
-        return captured["out"]
-
-    model.talker.generate = spy
     model.code2wav.forward = lambda codes, **kwargs: torch.zeros(1, 1, 1)  # only the trajectories matter here
     try:
-        model.generate(ids, speaker="chelsie", thinker_max_new_tokens=12, thinker_eos_token_id=eos,
-                       talker_max_new_tokens=TALKER_STOP_AT + 10, talker_do_sample=False)
+        with talker_outputs(model) as talker_runs:
+            model.generate(ids, speaker="chelsie", thinker_max_new_tokens=12, thinker_eos_token_id=eos,
+                           talker_max_new_tokens=TALKER_STOP_AT + 10, talker_do_sample=False)
     finally:
-        del model.talker.generate
         del model.code2wav.forward
-    codes = captured["out"].sequences[0].tolist()
-    end = int(talker_cfg.codec_eos_token_id)
-    if end in codes:
-        if codes.index(end) < TALKER_STOP_AT // 2:
-            raise RuntimeError(f"the talker stops too early: {codes}; pick another seed")
-        return
-    fresh = _first_new_at(codes, TALKER_STOP_AT, {end})
-    with torch.no_grad():
-        weight = model.talker.codec_head.weight
-        weight[[fresh, end]] = weight[[end, fresh]].clone()
-
-
-def _first_new_at(tokens: list[int], index: int, avoid: set[int]) -> int:
-    """A token of `tokens` at or after `index` that does not occur before it (nor in `avoid`)."""
-    for i in range(index, len(tokens)):
-        if tokens[i] not in tokens[:i] and tokens[i] not in avoid:
-            return tokens[i]
-    raise RuntimeError(f"no fresh token after step {index} in {tokens}; pick another seed")
+    end = int(config.talker_config.codec_eos_token_id)
+    stop_talker_at(model.talker.codec_head.weight, talker_runs[-1].sequences[0].tolist(), TALKER_STOP_AT, {end},
+                   {end}, end)
 
 
 if __name__ == "__main__":

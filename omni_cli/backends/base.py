@@ -91,6 +91,9 @@ class ARStepInput:
     token_ids: list[int]  # tokens consumed by this step (prefill: the prompt; decode: [previous token])
     prefill: Any = None  # backend payload for a prefill that is not plain tokens (talker conditioning)
     cond: Any = None  # per-step conditioning added to the input (talker: one thinker reply vector)
+    # how a step that fills its frame's other codebook groups itself (ARModel.residual_groups) chooses each:
+    # `choose(group, logits) -> code`, `greedy`, `keeps_logits` (the ar_decode loop's ResidualChoice)
+    residuals: Any = None
 
 
 @dataclass
@@ -103,6 +106,9 @@ class ARStepOutput:
     # what else the step made of the positions it consumed (Qwen3-Omni's talker: the consumed frame's codes of
     # every codebook group, filled by its code predictor inside the step); handed on in ARItem.extra
     extra: Any = None
+    # float32 [residual groups, vocab]: the logits each residual code was chosen from, when the step's
+    # `residuals` asked to keep them (the rollout profile records their log-probabilities)
+    residual_logits: Any = None
 
 
 @dataclass
@@ -183,6 +189,9 @@ class ARModel(Component, Protocol):
     eos_token_ids: frozenset[int]
     suppress_token_ids: frozenset[int]  # never sampled (e.g. codec BOS)
     max_positions: int
+    # codebook groups each decode step fills itself after the one the loop samples, choosing them as the
+    # step input's `residuals` says (Qwen3-Omni's code predictor: num_code_groups - 1)
+    residual_groups: int = 0
 
     def new_cache(self) -> Any: ...
 

@@ -13,7 +13,7 @@ from ..spec.card import BatchingSpec, CardSpec, LimitsSpec, LoopSpec, SamplingSp
 from ..spec.placement import PlacementSpec
 from ..spec.schema import FieldDoc, field_docs
 
-_LOOP_KEYS_SHOWN_ELSEWHERE = {"kind", "component", "prompt_slot", "work_unit", "sampling"}
+_LOOP_KEYS_SHOWN_ELSEWHERE = {"kind", "component", "prompt_slot", "work_unit", "sampling", "residual_sampling"}
 _LOOP_KINDS_WITH_SAMPLING = {"ar_decode"}
 
 
@@ -41,6 +41,8 @@ def param_rows(card: CardSpec) -> list[tuple[str, str, str, str]]:
         add(f"loops.{name}.", [d for d in field_docs(LoopSpec) if _applies(d, loop.kind)], loop)
         if loop.kind in _LOOP_KINDS_WITH_SAMPLING:
             add(f"loops.{name}.sampling.", field_docs(SamplingSpec), loop.sampling)
+            if card.located and f"loops.{name}.residual_sampling" in card.located.lines:  # a frame talker (Qwen3)
+                add(f"loops.{name}.residual_sampling.", field_docs(SamplingSpec), loop.residual_sampling)
     add("limits.", field_docs(LimitsSpec), card.limits)
     add("batching.", field_docs(BatchingSpec), card.batching)
     for name in card.components:

@@ -59,9 +59,9 @@ def chat(
     if audio is None and (text is None or not text.strip()):
         raise CliError("nothing to answer: pass --audio FILE (or - for stdin) and/or TEXT")
     overrides = o.overrides(set_)
-    check_listens(card, overrides)
+    chat_program = check_listens(card, overrides)
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
-    model = ModelOptions(card, program or "chat", policy.value, {"model_path": model_path, "dtype": dtype,
+    model = ModelOptions(card, program or chat_program, policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
     source = heard(audio)
     request = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), audio=source)
@@ -73,14 +73,15 @@ def chat(
     exit_with(outcome)
 
 
-def check_listens(card: str, overrides: dict) -> None:
-    """A card that cannot listen is refused in one line, before anything loads."""
+def check_listens(card: str, overrides: dict) -> str:
+    """A card that cannot listen is refused in one line, before anything loads; else the program it chats with."""
     from ..program.catalog import load_card_file
 
     spec = load_card_file(card, overrides)
     if "listen" not in spec.capabilities:
         raise CliError(f"card {spec.model!r} cannot listen (it has no audio encoder); pass a card that can, "
                        "e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
+    return spec.defaults.chat_program
 
 
 def heard(audio: str | None):

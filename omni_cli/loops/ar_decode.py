@@ -28,6 +28,7 @@ from .channel import ARChannel
 from .feeds import ARFeed
 from .recorder import record_ar
 from .registry import register_loop_kind
+from .residuals import RESIDUAL_STREAM, ResidualChoice, residual_sampler
 from .sampling import Sampler
 
 
@@ -41,6 +42,8 @@ class ARState(LoopState):
     out: ARChannel | None = None
     cache: Any = None
     rng: np.random.Generator | None = None
+    seed: int = 0  # the request's: a frame's residual codes draw from a stream keyed by it and the step
+    residual_replay: list | None = None  # re-scoring: each frame's recorded residual codes
     max_tokens: int = 0
     positions: int = 0  # positions in the cache
     history: list[int] = field(default_factory=list)  # prompt + generated ids, for the repetition penalty
@@ -66,6 +69,8 @@ class ARDecodeLoop(Loop):
         super().__init__(loop_id, spec, component, stage)
         self.sampler = Sampler(spec.sampling, component.suppress_token_ids, component.eos_token_ids)
         self._token_key = (loop_id, AR_TOKEN)  # every token plan's batch key: made once, not per step
+        self.residual_groups = component.residual_groups
+        self.residual_sampler = residual_sampler(spec.sampling, spec.residual_sampling)
 
     def init(self, feed: ARFeed, out: ARChannel, request: LoopRequest) -> ARState:
         asked = feed.max_tokens()  # the caller's cap (SpeakRequest.max_tokens), on the loop reading the text
@@ -75,7 +80,7 @@ class ARDecodeLoop(Loop):
             loop_id=self.loop_id, request_id=request.request_id, feed=feed, out=out,
             cache=self.component.new_cache(),
             # one stream of random numbers per request and loop: interleaving cannot change it
-            rng=np.random.default_rng([request.seed, self.stage]),
+            rng=np.random.default_rng([request.seed, self.stage]), seed=request.seed,
             max_tokens=limit,
         )
 
@@ -138,9 +143,18 @@ class ARDecodeLoop(Loop):
             state.status = LoopStatus.WAITING
             return Wait(state.feed.describe_wait)
         state.status = LoopStatus.RUNNING
-        inputs = ARStepInput(state.cache, [state.tokens[-1]], cond=feed.cond)
+        inputs = ARStepInput(state.cache, [state.tokens[-1]], cond=feed.cond,
+                             residuals=self._residual_choice(state) if self.residual_groups else None)
         return WorkPlan(AR_TOKEN, state.step, self._token_key,
                         self.component.step_bytes(1, state.positions + 1), inputs, forced_token=feed.forced_token)
+
+    def _residual_choice(self, state: ARState) -> ResidualChoice:
+        """How this step's frame (the one whose first group the step consumes) gets its other groups."""
+        frame = state.step - 1
+        replay = state.residual_replay
+        return ResidualChoice(self.residual_sampler, (state.seed, self.stage, RESIDUAL_STREAM, state.step),
+                              self.residual_groups, forced=None if replay is None else replay[frame],
+                              keeps_logits=state.recorder is not None)
 
     def advance(self, state: ARState, plan: WorkPlan, output: ARStepOutput) -> ARState:
         (error,) = self.advance_many([(state, plan, output)])
@@ -215,6 +229,8 @@ class ARDecodeLoop(Loop):
 
     def _fold(self, state: ARState, plan: WorkPlan, output: ARStepOutput, token: int, most: int | None) -> None:
         consumed, hidden, embeds = plan.inputs.token_ids, output.hidden, output.embeds
+        if state.recorder is not None and output.residual_logits is not None:  # the frame this step completed
+            state.recorder.residuals.frame(plan.step - 1, output.extra[1:], output.residual_logits)
         state.positions += len(consumed)
         state.tokens.append(token)
         state.history.append(token)
@@ -262,5 +278,11 @@ class ARDecodeLoop(Loop):
 
     def behaviour_settings(self, seed: int) -> dict[str, Any]:
         s = self.sampler
-        return {"sampling": asdict(self.spec.sampling), "max_tokens": self.spec.max_tokens,
-                "suppressed_ids": list(s.suppressed), "eos_ids": sorted(set(s.suppressed_and_eos) - set(s.suppressed))}
+        settings = {"sampling": asdict(self.spec.sampling), "max_tokens": self.spec.max_tokens,
+                    "suppressed_ids": list(s.suppressed),
+                    "eos_ids": sorted(set(s.suppressed_and_eos) - set(s.suppressed))}
+        if self.residual_groups:  # None: the residual groups were greedy
+            r = self.residual_sampler
+            settings["residual_sampling"] = None if r is None else asdict(r.params)
+            settings["residual_groups"] = self.residual_groups
+        return settings

@@ -16,6 +16,7 @@ import numpy as np
 
 from .base import NO_BOUND, LoopState, OutputBound
 from .feeds import ARFeed, StepFeed
+from .residuals import RESIDUAL_KEY, ResidualRecorder
 from .sampling import Drawn, Sampler, model_logprob
 
 AR_COLUMNS = {  # name: dtype, one entry per AR WorkUnit (the prefill is step 0: it chooses the first token)
@@ -42,6 +43,7 @@ class ARRecorder:
         self.sampler = sampler
         self.feed = feed  # the loop's own feed: it says which steps echo forces
         self.rows: list[tuple] = []
+        self.residuals: ResidualRecorder | None = None  # a talker that fills its frames' other groups itself
 
     def ar_step(self, step: int, logits: np.ndarray, token: int, history: Sequence[int], allow_eos: bool,
                 drawn: Drawn | None, row: int | None) -> None:
@@ -56,7 +58,10 @@ class ARRecorder:
         self.rows.append((token, logprob, model_logprob(logits, token), entropy, forced, not allow_eos))
 
     def columns(self) -> dict[str, np.ndarray]:
-        return _columns(AR_COLUMNS, self.rows)
+        columns = _columns(AR_COLUMNS, self.rows)
+        if self.residuals is not None:
+            columns.update(self.residuals.columns(len(self.rows)))
+        return columns
 
     def settings(self) -> dict[str, Any]:
         p = self.sampler.params
@@ -135,10 +140,17 @@ def attach_recorders(states: Sequence[tuple[Any, LoopState]], replay: Mapping[st
 def record_ar(loop: Any, state: Any, replay: Mapping[str, Sequence[int]] | None) -> None:
     """An AR loop's recorder; with `replay`, its recorded tokens forced step by step."""
     state.recorder = ARRecorder(loop.sampler, state.feed)
+    if loop.residual_groups:
+        state.recorder.residuals = ResidualRecorder(loop.residual_sampler, loop.residual_groups)
     if replay is not None:
         if not replay.get(loop.loop_id):
             raise ValueError(f"no recorded tokens for loop {loop.loop_id!r} (recorded: {', '.join(replay)})")
         state.feed = ReplayFeed(state.feed, replay[loop.loop_id])
+        if loop.residual_groups:
+            rows = replay.get(f"{loop.loop_id}/{RESIDUAL_KEY}")
+            if rows is None:
+                raise ValueError(f"no recorded residual codes for loop {loop.loop_id!r}")
+            state.residual_replay = [list(row) for row in rows]
 
 
 def record_audio(loop: Any, state: Any, replay: Mapping[str, Sequence[int]] | None) -> None:

@@ -24,6 +24,7 @@ from numpy import load as read_npz  # by name: tests/test_spec_safety.py flags e
 
 from .. import __version__
 from ..loops.recorder import AR_COLUMNS, AUDIO_COLUMNS
+from ..loops.residuals import RESIDUAL_COLUMNS, RESIDUAL_KEY
 
 FORMAT = "omni-rollout/1"
 META_KEY = "meta"  # a 0-d unicode array holding the sample's JSON header (loads without pickle)
@@ -40,9 +41,16 @@ class Sample:
     path: Path | None = None
 
     @property
-    def tokens(self) -> dict[str, list[int]]:
-        """Each AR loop's recorded tokens (what re-scoring teacher-forces)."""
-        return {name: cols["token"].tolist() for name, cols in self.loops.items() if "token" in cols}
+    def tokens(self) -> dict[str, list]:
+        """Each AR loop's recorded tokens (what re-scoring teacher-forces), and as "<loop>/residual_token" each
+        frame's residual codes where the loop's talker fills them itself."""
+        tokens: dict[str, list] = {}
+        for name, cols in self.loops.items():
+            if "token" in cols:
+                tokens[name] = cols["token"].tolist()
+            if RESIDUAL_KEY in cols:
+                tokens[f"{name}/{RESIDUAL_KEY}"] = cols[RESIDUAL_KEY].tolist()
+        return tokens
 
 
 def behaviour(result: Any) -> dict[str, dict[str, np.ndarray]]:
@@ -121,9 +129,29 @@ def _columns_problem(loops: dict[str, dict[str, np.ndarray]], audio: np.ndarray)
             if column.ndim != 1 or column.dtype.kind != _KINDS[dtype]:
                 return f"{loop}/{name} is {column.dtype} of shape {column.shape}, not a vector of {np.dtype(dtype)}"
             lengths.add(len(column))
+        problem = _residual_problem(loop, cols) if spec is AR_COLUMNS else None
+        if problem:
+            return problem
         if len(lengths) > 1:
             return f"{loop}'s columns differ in length ({', '.join(map(str, sorted(lengths)))})"
     return None
+
+
+def _residual_problem(loop: str, cols: dict[str, np.ndarray]) -> str | None:
+    """A talker's residual columns: all or none, each [steps, groups] of its kind, as long as its tokens."""
+    present = [name for name in RESIDUAL_COLUMNS if name in cols]
+    if not present:
+        return None
+    shapes = set()
+    for name, dtype in RESIDUAL_COLUMNS.items():
+        column = cols.get(name)
+        if column is None:
+            return f"{loop}/{name} is missing"
+        if column.ndim != 2 or column.dtype.kind != _KINDS[dtype] or len(column) != len(cols["token"]):
+            return (f"{loop}/{name} is {column.dtype} of shape {column.shape}, not {np.dtype(dtype)} of "
+                    f"{len(cols['token'])} rows")
+        shapes.add(column.shape)
+    return f"{loop}'s residual columns differ in shape" if len(shapes) > 1 else None
 
 
 def load_run(directory: str | Path) -> list[Sample]:

@@ -18,8 +18,9 @@ from ..spec import SpeakRequest
 from ..spec.stream import RequestStatus
 from .records import Sample, behaviour
 
-SCORED = ("logprob", "logprob_model", "entropy")  # the columns scoring recomputes
-KEPT = ("token", "forced", "eos_suppressed")  # the columns that must come out the same
+SCORED = ("logprob", "logprob_model", "entropy",  # the columns scoring recomputes (the residual ones where recorded)
+          "residual_logprob", "residual_logprob_model", "residual_entropy")
+KEPT = ("token", "forced", "eos_suppressed", "residual_token")  # the columns that must come out the same
 
 
 def replay_request(sample: Sample, request_id: str | None = None) -> SpeakRequest:
@@ -67,8 +68,11 @@ def compare(sample: Sample, rescored: dict[str, dict[str, np.ndarray]]) -> Agree
         if new is None or len(new["token"]) != len(recorded["token"]):
             return Agreement(steps, False, math.inf, False)
         steps += len(recorded["token"])
-        tokens_equal &= all(np.array_equal(recorded[c], new[c]) for c in KEPT)
-        for column in SCORED:
+        kept, scored = [c for c in KEPT if c in recorded], [c for c in SCORED if c in recorded]
+        if any(c not in new for c in kept + scored):
+            return Agreement(steps, False, math.inf, False)
+        tokens_equal &= all(np.array_equal(recorded[c], new[c]) for c in kept)
+        for column in scored:
             a, b = recorded[column], new[column]
             bit_equal &= a.tobytes() == b.tobytes()
             worst = max(worst, _max_diff(a, b))
@@ -76,6 +80,8 @@ def compare(sample: Sample, rescored: dict[str, dict[str, np.ndarray]]) -> Agree
 
 
 def _max_diff(a: np.ndarray, b: np.ndarray) -> float:
+    if a.shape != b.shape:
+        return math.inf
     same = (a == b) | (np.isnan(a) & np.isnan(b))  # equal infinities and both-NaN agree
     if same.all():
         return 0.0

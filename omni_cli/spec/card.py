@@ -39,6 +39,11 @@ class LoopSpec:
     work_unit: str | None = None  # follows from kind; when written, it must agree
     max_tokens: int = bounded(256, min=1, max=MAX_TOKENS_LIMIT, doc="ar_decode: most tokens per request")
     sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    # ar_decode over a talker that fills each frame's other codebook groups itself (Qwen3-Omni's code
+    # predictor): how it draws them while `sampling` samples (a greedy `sampling` makes them greedy too, as
+    # generate mirrors the talker's do_sample onto its predictor); generate's settings by default; its
+    # repetition_penalty is unused (a frame's residual codes have no history)
+    residual_sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(temperature=1.0, top_k=50, top_p=0.8))
     chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes per chunk, 0 = whole utterance")
     first_chunk_codes: int | list[int] = bounded(
         0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes, "
@@ -101,6 +106,7 @@ class LoopSpec:
 @dataclass
 class DefaultsSpec:
     program: str = "speak"
+    chat_program: str = "chat"  # the program `omni chat` runs (a card whose talker makes frames: chat_frames)
     mode: Literal["echo", "chat"] = "echo"
     voice: str | None = None
 
@@ -263,9 +269,10 @@ def _check_names_and_voices(card: CardSpec, src: Located, issues: IssueList) -> 
             if not NAME.fullmatch(name):
                 issues.add(src.line(f"{section}.{name}"), f"{section}.{name}", f"a name is letters, digits, _ . - "
                            f"(at most 64), not {name!r}")
-    if not PROGRAM_NAME.fullmatch(card.defaults.program):  # a path here would make omni read any file
-        issues.add(src.line("defaults.program"), "defaults.program",
-                   "names a shipped program (see `omni programs list`), not a path; paths come only from --program")
+    for key in ("program", "chat_program"):  # a path here would make omni read any file
+        if not PROGRAM_NAME.fullmatch(getattr(card.defaults, key)):
+            issues.add(src.line(f"defaults.{key}"), f"defaults.{key}", "names a shipped program (see `omni programs "
+                       "list`), not a path; paths come only from --program")
     if issues.was_dropped("voices"):
         return
     for i, voice in enumerate(card.voices):  # `[alto, alto]` is a mistake, not two voices

@@ -54,3 +54,23 @@ def run_example(script: str, *args: object, timeout: int = 300) -> str:
                           text=True, cwd=ROOT, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def qwen3_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max: int = 40, greedy: bool = True,
+               chunk_codes: int | None = None, residual_sampling: dict | None = None) -> Path:
+    """The shipped qwen3_omni card with short caps: greedy as generate(talker_do_sample=False) runs (keeping the
+    talker's repetition penalty), or with the card's sampling; chunk_codes 0: one whole-utterance chunk."""
+    card = yaml.safe_load((ROOT / "cards" / "qwen3_omni.yaml").read_text())
+    loops = card["loops"]
+    loops["thinker_decode"]["max_tokens"] = thinker_max
+    loops["talker_decode"]["max_tokens"] = talker_max
+    if greedy:
+        loops["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
+    if residual_sampling is not None:
+        loops["talker_decode"]["residual_sampling"] = residual_sampling
+    if chunk_codes is not None:
+        loops["vocoder"]["chunk_codes"] = chunk_codes
+        loops["vocoder"].pop("first_chunk_codes", None)
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(card))
+    return path

@@ -4,22 +4,18 @@ block, and the thinker's reply equal to generate's given the same audio, alone a
 from __future__ import annotations
 
 import shutil
-import threading
-import time
 
 import numpy as np
 import pytest
 import torch
+from heard_audio import RATE, clip, streamed
 from hf_cards import greedy_card
 
 from omni_cli.api import load
-from omni_cli.audio.source import AudioSource
 from omni_cli.backends.base import AudioBlockInput
 from omni_cli.backends.hf.listener import FLOOR_LOG10, FloorState
 from omni_cli.engine import Engine
 from omni_cli.spec import SpeakRequest, SpecError
-
-RATE = 16000
 
 
 @pytest.fixture(scope="module")
@@ -34,26 +30,6 @@ def features(tiny_checkpoint):
 
     fe = WhisperFeatureExtractor.from_pretrained(str(tiny_checkpoint))
     return lambda clip: fe(clip, sampling_rate=RATE, return_attention_mask=True, return_tensors="pt")
-
-
-def clip(seconds: float, seed: int, silent_s: float = 0.0) -> np.ndarray:
-    t = np.arange(int(seconds * RATE)) / RATE
-    rng = np.random.default_rng(seed)
-    voice = 0.3 * np.sin(2 * np.pi * (200 + 30 * seed) * t * (1 + 0.3 * t)) + 0.02 * rng.standard_normal(t.size)
-    return (voice * (t >= silent_s)).astype(np.float32)
-
-
-def streamed(samples: np.ndarray) -> AudioSource:
-    source = AudioSource(RATE)
-
-    def feed():
-        for i in range(0, len(samples), 2777):
-            source.push(samples[i:i + 2777])
-            time.sleep(0.001)
-        source.end()
-
-    threading.Thread(target=feed, daemon=True).start()
-    return source
 
 
 def blocks(encoder, source) -> tuple[torch.Tensor, list[torch.Tensor]]:

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-yaml = pytest.importorskip("yaml")
+from hf_cards import qwen3_card  # noqa: E402
 
 from omni_cli.api import load  # noqa: E402
 from omni_cli.backends.hf.qwen3_reference import generate_reference  # noqa: E402
@@ -33,17 +33,7 @@ TEXTS = (PROMPT, "a longer question than the first one?", "ok")
 def greedy_card(directory: Path, name: str, chunk_codes: int | None = None) -> Path:
     """The shipped card made comparable with generate(talker_do_sample=False): greedy talker keeping its
     repetition penalty, generate's caps; chunk_codes 0: one whole-utterance chunk."""
-    card = yaml.safe_load((ROOT / "cards" / "qwen3_omni.yaml").read_text())
-    loops = card["loops"]
-    loops["thinker_decode"]["max_tokens"] = THINKER_MAX
-    loops["talker_decode"]["max_tokens"] = TALKER_MAX
-    loops["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
-    if chunk_codes is not None:
-        loops["vocoder"]["chunk_codes"] = chunk_codes
-        loops["vocoder"].pop("first_chunk_codes", None)
-    path = directory / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(card))
-    return path
+    return qwen3_card(directory, name, thinker_max=THINKER_MAX, talker_max=TALKER_MAX, chunk_codes=chunk_codes)
 
 
 @pytest.fixture(scope="module")

@@ -18,14 +18,22 @@ __all__ = ["INSTALL_HINT", "PARAMS", "SETTINGS", "HFParams", "build"]
 CHECKPOINT_FILES = ("config.json", "spk_dict.pt")  # what every Qwen2.5-Omni checkpoint directory holds
 
 
-def missing_checkpoint_file(model_path: str) -> str | None:
-    """Why `model_path` is not a checkpoint directory, or None when it looks like one."""
-    from .qwen3_build import is_qwen3_omni
+MODELS = {"qwen2_5_omni": "Qwen2.5-Omni", "qwen3_omni_moe": "Qwen3-Omni"}  # config.json's model_type: its name
+
+
+def missing_checkpoint_file(model_path: str, expected: str | None = None) -> str | None:
+    """Why `model_path` is not a checkpoint directory (of the `expected` model_type, when given), or None when
+    it looks like one. Reads config.json alone: nothing is loaded."""
+    from .qwen3_build import checkpoint_model_type
 
     path = Path(model_path).expanduser()
     if not path.is_dir():
         return f"{path}: no such checkpoint directory"
-    if is_qwen3_omni(model_path):  # Qwen3-Omni's voices are in its config.json
+    found = checkpoint_model_type(model_path)
+    if expected is not None and found is not None and found != expected:
+        return (f"{path}: this card runs {MODELS[expected]} (config.json's model_type {expected!r}), the checkpoint "
+                f"is {MODELS.get(found, 'another model')} (model_type {found!r})")
+    if found == "qwen3_omni_moe":  # Qwen3-Omni's voices are in its config.json
         return None
     for needed in CHECKPOINT_FILES:
         if not (path / needed).is_file():
@@ -49,7 +57,7 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
     if not config.model_path:
         raise SpecError([SpecIssue(getattr(card, "source", "<hf settings>"), None, "model_path",
                                    "the hf backend needs a checkpoint directory: pass --model-path DIR")])
-    missing = missing_checkpoint_file(config.model_path)
+    missing = missing_checkpoint_file(config.model_path, config.model_type)
     if missing:  # bad input (exit 2), said before torch is imported
         raise SpecError([SpecIssue("--model-path", None, "", missing)])
     on_load(LoadStep("importing torch and transformers"))
@@ -98,11 +106,19 @@ def _build_qwen2_5(config: HFParams, names: dict[str, str], role_params: Any, th
     vocoder = HFVocoder(loaded, role_params("vocoder"), names["vocoder"], threads("vocoder"), on_load)
     built = {thinker.name: thinker, talker.name: talker, vocoder.name: vocoder}
     if "audio_encoder" in names:  # a card that listens: the thinker's audio tower, on the checkpoint's features
-        from .listener import HFAudioEncoder, ListenerUnavailable
+        from .listener import HFAudioEncoder
 
-        try:
-            encoder = HFAudioEncoder(loaded, config.model_path, names["audio_encoder"], threads("audio_encoder"))
-        except ListenerUnavailable as exc:
-            raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None
-        built[encoder.name] = encoder
+        built[names["audio_encoder"]] = audio_encoder(HFAudioEncoder, loaded, config.model_path,
+                                                      names["audio_encoder"], threads)
     return built
+
+
+def audio_encoder(cls: Any, loaded: Any, model_path: str, name: str, threads: Any) -> Any:
+    """The checkpoint's audio tower as the card's `name` component; a checkpoint that lacks what hearing needs
+    (its feature extractor) is bad input, said in one line."""
+    from .listener import ListenerUnavailable
+
+    try:
+        return cls(loaded, model_path, name, threads("audio_encoder"))
+    except ListenerUnavailable as exc:
+        raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None

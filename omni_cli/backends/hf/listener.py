@@ -55,15 +55,20 @@ class HFAudioEncoder(AudioEncoderModel):
         self.n_fft = int(fe["n_fft"])
         self.max_samples = int(fe.get("chunk_length", 30)) * self.sample_rate  # Whisper pads (and cuts) to this
         self.mel_filters = torch.tensor(np.asarray(fe["mel_filters"], dtype=np.float32))  # [n_fft/2 + 1, n_mels]
-        n_window = int(self.tower.config.n_window)
-        if n_window % 2:
-            raise ListenerUnavailable(f"the audio tower's n_window is {n_window}: block by block needs it even")
         if self.mel_filters.shape[1] != self.tower.config.num_mel_bins:
             raise ListenerUnavailable(f"{FEATURE_FILE} makes {self.mel_filters.shape[1]} mel bins, the audio tower "
                                       f"reads {self.tower.config.num_mel_bins}")
-        self.block_frames = 2 * n_window
+        self.block_frames = self.frames_per_block(self.tower.config)
         self.block_samples = self.block_frames * self.hop
         self.window = torch.hann_window(self.n_fft)
+
+    @staticmethod
+    def frames_per_block(config) -> int:
+        """Mel frames a block encoded alone covers: the tower's attention chunk, 2 * n_window."""
+        n_window = int(config.n_window)
+        if n_window % 2:
+            raise ListenerUnavailable(f"the audio tower's n_window is {n_window}: block by block needs it even")
+        return 2 * n_window
 
     # resources
     def weight_bytes(self) -> int:

@@ -110,6 +110,9 @@ class HFParams:
     codec_bos_pad_in_prefill: bool = True
     num_threads: int = bounded(0, min=0, max=4096, doc="torch intra-op CPU threads of each component without "
                                "its own when OMP_NUM_THREADS is not set; 0: 1 (measured: backends/hf/threads.py)")
+    # config.json's model_type of the checkpoints the card is written for: another is refused before any
+    # weights load (None: whichever of the two the directory holds)
+    model_type: Literal["qwen2_5_omni", "qwen3_omni_moe"] | None = None
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], source: str = "<hf settings>") -> HFParams:

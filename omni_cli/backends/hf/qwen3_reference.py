@@ -19,39 +19,31 @@ class Qwen3ReferenceRun:
 
 
 def generate_reference(model, input_ids: list[int], *, voice: str, thinker_max: int, talker_max: int,
-                       thinker_eos: int | list[int], talker_min: int = 0) -> Qwen3ReferenceRun:
+                       thinker_eos: int | list[int], talker_min: int = 0, **inputs) -> Qwen3ReferenceRun:
     """One request through generate with its talker greedy (talker_do_sample=False: the code predictor follows);
-    the talker's frames are read from what its generate returns, as generate itself reads them."""
+    the talker's frames are read from what its generate returns, as generate itself reads them. `inputs`: what
+    else generate takes (heard audio: input_features, feature_attention_mask)."""
     import logging
 
     import torch
 
-    from .reference import _greedy_talker_flags
+    from .reference import _greedy_talker_flags, talker_outputs
 
-    captured = {}
-    talker_generate = model.talker.generate
-
-    def spy(*args, **kwargs):
-        captured["talker"] = talker_generate(*args, **kwargs)
-        return captured["talker"]
-
-    model.talker.generate = spy
     flags = logging.getLogger("transformers.generation.configuration_utils")
     flags.addFilter(_greedy_talker_flags)  # generate hands the greedy talker its temperature: a warning, no effect
     try:
         start = time.perf_counter()
-        with torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), warnings.catch_warnings(), talker_outputs(model) as talker_runs:
             # generate's note that the talker's repetition penalty skips its prompt (given as embeddings)
             warnings.simplefilter("ignore", UserWarning)
             sequences, wave = model.generate(
                 torch.tensor([input_ids], device=model.device), speaker=voice, thinker_max_new_tokens=thinker_max,
                 thinker_eos_token_id=thinker_eos, talker_max_new_tokens=talker_max,
-                talker_min_new_tokens=talker_min, talker_do_sample=False)
+                talker_min_new_tokens=talker_min, talker_do_sample=False, **inputs)
         latency = time.perf_counter() - start
     finally:
-        del model.talker.generate
         flags.removeFilter(_greedy_talker_flags)
-    talker = captured["talker"]
+    talker = talker_runs[-1]
     frames = [tuple(step[-1][0].tolist()) for step in talker.hidden_states if step[-1] is not None]
     return Qwen3ReferenceRun(sequences[0, len(input_ids):].tolist(), frames, talker.sequences[0].tolist(),
                              wave.reshape(-1).float().cpu().numpy(), latency)

@@ -8,8 +8,9 @@ codec input the projected embedding of reply token k while the thinker has consu
 reply's last, TTS PAD after that: the pairing of Qwen2.5-Omni's talker (talker.py), on token ids alone.
 
 A frame: the talker predicts its first codebook (group 0) from the logits our loop samples; the step that
-consumes that code first runs the code predictor (`num_code_groups - 1` greedy steps over [the talker's last
-hidden state, the code's embedding]) for the frame's other groups, then feeds the sum of all the frame's code
+consumes that code first runs the code predictor (`num_code_groups - 1` steps over [the talker's last hidden
+state, the code's embedding], each code chosen as the step input's `residuals` says: the loop's settings and
+the request's seed, loops/residuals.py) for the frame's other groups, then feeds the sum of all the frame's code
 embeddings (plus the text vector) to the talker. So the frame a step consumed comes out of that step whole, in
 `ARStepOutput.extra`; the predictor's short sequences are equally long for every request, so a batch of steps
 runs them as one batch with no padding. A frame whose group 0 is never consumed (codec EOS, or the code the
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from transformers import DynamicCache
 
@@ -39,6 +41,7 @@ from omni_cli.backends.hf.ar import (
 )
 from omni_cli.backends.hf.params import TalkerParams
 from omni_cli.backends.hf.qwen3_loading import Qwen3Loaded
+from omni_cli.backends.hf.talker import GenerateBounds
 from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
 
 ASSISTANT_HEADER = 3  # <|im_start|> assistant \n: the reply starts after them
@@ -54,10 +57,9 @@ class Qwen3TalkerPrefill:
     embeds: torch.Tensor  # [P, talker hidden]
 
 
-class Qwen3Talker(TalkerModel):
+class Qwen3Talker(GenerateBounds, TalkerModel):
     makes_frames = True
     role = "talker"
-    codes_bound_is_cap = True  # generate's talker_max_new_tokens: reaching it cuts the speech short
 
     def __init__(self, loaded: Qwen3Loaded, params: TalkerParams, name: str = "talker", threads: Threads | None = None,
                  card_threads: int = 0):
@@ -73,6 +75,7 @@ class Qwen3Talker(TalkerModel):
         self._voices = loaded.voices
         self.max_new_tokens, self.min_new_tokens = params.max_new_tokens, params.min_new_tokens
         self.num_groups = int(cfg.num_code_groups)
+        self.residual_groups = self.num_groups - 1
         self.codebook_size = int(model.config.code2wav_config.codebook_size)
         self.vocab_size = int(self.text_config.vocab_size)
         self.codec_eos = int(cfg.codec_eos_token_id)
@@ -85,6 +88,9 @@ class Qwen3Talker(TalkerModel):
         self._codec_specials = [int(cfg.codec_nothink_id), int(cfg.codec_think_bos_id), int(cfg.codec_think_eos_id)]
         self._codec_pad_bos = [int(cfg.codec_pad_id), int(cfg.codec_bos_id)]
         self._thinker_embed = model.thinker.get_input_embeddings()
+        thinker = model.config.thinker_config
+        self._heard_ids = frozenset(int(i) for i in (thinker.audio_token_id, thinker.image_token_id,
+                                                      thinker.video_token_id))
         tts = self._projected([model.config.tts_bos_token_id, model.config.tts_eos_token_id,
                                model.config.tts_pad_token_id])
         self._tts_bos, self._tts_eos, self._tts_pad = tts[0], tts[1], tts[2]
@@ -118,7 +124,7 @@ class Qwen3Talker(TalkerModel):
         if len(header) != ASSISTANT_HEADER:
             raise ValueError("a Qwen3-Omni talker prefill needs a prompt that ends with the assistant header")
         with torch.no_grad():
-            text = torch.cat([self._projected([prompt[i] for i in user]) if user else self._tts_pad[None][:0],
+            text = torch.cat([self._user_rows(prompt, user, items[0].hidden),
                               self._projected(header), self._tts_pad.expand(4, -1), self._tts_bos[None],
                               self._projected([items[0].token])])
             codec = self.module.get_input_embeddings()(torch.tensor(
@@ -127,17 +133,18 @@ class Qwen3Talker(TalkerModel):
             embeds[len(user) + ASSISTANT_HEADER:] += codec
         return Prefill(token_ids=[self._history_id] * embeds.shape[0], payload=Qwen3TalkerPrefill(embeds))
 
-    @with_threads
-    def cond_for_step(self, items: Sequence[ARItem], is_closed: bool, step: int) -> torch.Tensor | None:
-        if step < 1:
-            raise ValueError("talker step 0 is the prefill; decode steps start at 1")
-        return self._reply_vector(items, step, is_closed)
-
-    def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
-        return self.min_new_tokens, self.max_codes_for(len(items))
-
-    def max_codes_for(self, num_reply_tokens: int) -> int:
-        return max(self.max_new_tokens, num_reply_tokens)
+    def _user_rows(self, prompt: list[int], user: list[int], hidden) -> torch.Tensor:
+        """generate's user part: heard positions (audio, image, video) from the thinker's hidden states there
+        (hidden_projection), the others from its input embeddings (text_projection), each set projected apart."""
+        rows = self._tts_pad.new_empty(len(user), self._tts_pad.shape[0])
+        heard = [j for j, i in enumerate(user) if prompt[i] in self._heard_ids]
+        said = [j for j, i in enumerate(user) if prompt[i] not in self._heard_ids]
+        if heard:
+            at = torch.tensor([user[j] for j in heard], device=hidden.device)
+            rows[heard] = self.module.hidden_projection(hidden[at].to(self.device, rows.dtype))
+        if said:
+            rows[said] = self._projected([prompt[user[j]] for j in said])
+        return rows
 
     def code_of(self, token: int) -> int | None:
         return token if 0 <= token < self.codebook_size else None
@@ -189,7 +196,8 @@ class Qwen3Talker(TalkerModel):
                for inp, c in zip(inputs, caches, strict=True)):
             raise ValueError("a talker decode step takes one codec token, its reply vector and a prefilled cache")
         codes = torch.tensor([inp.token_ids for inp in inputs], device=self.device)  # [B, 1]: each frame's group 0
-        frames, embeds = self._residuals(codes, torch.stack([c.last_hidden for c in caches])[:, None])
+        frames, embeds, kept = self._residuals(codes, torch.stack([c.last_hidden for c in caches])[:, None],
+                                               [inp.residuals for inp in inputs])
         embeds = embeds + torch.stack([inp.cond.reshape(-1) for inp in inputs])[:, None]
         if len(inputs) == 1:
             cache = caches[0]
@@ -205,23 +213,39 @@ class Qwen3Talker(TalkerModel):
         logits = self.module.codec_head(hidden[:, None])
         for row, cache in enumerate(caches):
             cache.last_hidden = hidden[row]
-        return [ARStepOutput(logits=last_logits(logits, row), extra=frames[row]) for row in range(len(inputs))]
+        return [ARStepOutput(logits=last_logits(logits, row), extra=frames[row], residual_logits=kept[row])
+                for row in range(len(inputs))]
 
-    def _residuals(self, codes: torch.Tensor, last_hidden: torch.Tensor) -> tuple[list[tuple[int, ...]], torch.Tensor]:
-        """The code predictor, greedy as generate runs it: groups 1.. of each frame from [the talker's last hidden
-        state, group 0's embedding]; each frame's codes and the sum of their embeddings (the talker's next input)."""
+    def _residuals(self, codes: torch.Tensor, last_hidden: torch.Tensor,
+                   choices: list) -> tuple[list, torch.Tensor, list]:
+        """The code predictor, as generate runs it: groups 1.. of each frame from [the talker's last hidden state,
+        group 0's embedding], each code chosen as its row's `choices` says (greedy: argmax, as generate's greedy);
+        each frame's codes, the sum of their embeddings (the talker's next input), and each row's kept logits."""
         first = self.module.get_input_embeddings()(codes)  # [B, 1, hidden]
         kv = DynamicCache(config=self.predictor.config)
         step_in, inputs, found = torch.cat([last_hidden, first], dim=1), [first], [codes]
+        keeps = [c is not None and c.keeps_logits for c in choices]
+        picks = not all(c is None or c.greedy for c in choices)  # else the argmax of the tensor, no copy out
+        kept: list[list] = [[] for _ in choices]
         for group in range(1, self.num_groups):
             hidden = self.predictor.model(inputs_embeds=step_in, cache=kv, use_cache=True).last_hidden_state
-            code = self.predictor.lm_head[group - 1](hidden[:, -1]).argmax(dim=-1, keepdim=True)  # [B, 1]
+            logits = self.predictor.lm_head[group - 1](hidden[:, -1])  # [B, codebook]
+            if picks or any(keeps):
+                rows = logits.to(dtype=torch.float32, device="cpu", copy=True).numpy()
+                for row in (r for r, keep in enumerate(keeps) if keep):
+                    kept[row].append(rows[row])
+            if picks:
+                code = torch.tensor([[int(rows[r].argmax()) if c is None else c.choose(group, rows[r])]
+                                     for r, c in enumerate(choices)], device=self.device)
+            else:
+                code = logits.argmax(dim=-1, keepdim=True)  # [B, 1]
             found.append(code)
             step_in = self.predictor.model.codec_embedding[group - 1](code)
             inputs.append(step_in)
         frames = torch.cat(found, dim=1).tolist()
+        logits_kept = [np.stack(rows) if keep else None for rows, keep in zip(kept, keeps, strict=True)]
         # summed as one tensor, as generate sums them (the same rounding)
-        return [tuple(frame) for frame in frames], torch.cat(inputs, dim=1).sum(1, keepdim=True)
+        return [tuple(frame) for frame in frames], torch.cat(inputs, dim=1).sum(1, keepdim=True), logits_kept
 
 
 def _user_turn(prompt: list[int], config) -> list[int]:

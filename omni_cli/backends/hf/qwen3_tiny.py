@@ -39,7 +39,7 @@ def _build(directory: Path) -> Path:
     import torch
     from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration
 
-    from .tiny import save_tokenizer
+    from .tiny import save_feature_extractor, save_tokenizer
 
     config = Qwen3OmniMoeConfig(**json.loads(CONFIG_PATH.read_text()))
     torch.manual_seed(SEED)
@@ -51,11 +51,17 @@ def _build(directory: Path) -> Path:
         for weight in [*model.talker.parameters(), *model.thinker.get_input_embeddings().parameters()]:
             if weight.ndim >= 2:
                 weight.normal_(0.0, 0.3)
+        # the random audio tower's rows are ~1e-3 beside text embeddings of 0.3: larger weights make heard audio
+        # reach the talker (which reads the thinker's hidden states at audio positions)
+        for weight in model.thinker.model.audio_tower.parameters():
+            if weight.ndim >= 2:
+                weight.normal_(0.0, 0.3)
         # the random Code2Wav whispers at ~1e-6: bring it to speech level (RMS about 0.1)
         probe = model.code2wav(torch.arange(4 * 20).view(1, 4, 20) % 32)
         model.code2wav.decoder[-1].conv.weight.mul_(0.1 / probe.pow(2).mean().sqrt())
     directory.mkdir(parents=True, exist_ok=True)
     save_tokenizer(directory, config.thinker_config.text_config.vocab_size, ROLE_WORDS)
+    save_feature_extractor(directory, config.thinker_config.audio_config.num_mel_bins)  # the audio tower's, to hear
     _stop_by_themselves(model, directory)
     model.save_pretrained(directory)
     return directory
@@ -79,6 +85,9 @@ def _stop_by_themselves(model, directory: Path) -> None:
     are unchanged before that)."""
     import torch
 
+    from .reference import talker_outputs
+    from .tiny import _first_new_at, stop_talker_at
+
     config = model.config
     ids = torch.tensor([prompt_ids(directory)])
     reply = model.thinker.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:].tolist()
@@ -87,40 +96,16 @@ def _stop_by_themselves(model, directory: Path) -> None:
     config.thinker_config.text_config.eos_token_id = eos
     model.thinker.generation_config.eos_token_id = eos
 
-    talker_cfg = config.talker_config
-    captured = {}
-    generate = model.talker.generate
-
-    def spy(*args, **kwargs):
-        captured["out"] = generate(*args, **kwargs)
-        return captured["out"]
-
-    model.talker.generate = spy
     model.code2wav.forward = lambda codes, **kwargs: torch.zeros(1, 1, 1)  # only the trajectories matter here
     try:
-        model.generate(ids, speaker="chelsie", thinker_max_new_tokens=12, thinker_eos_token_id=eos,
-                       talker_max_new_tokens=TALKER_STOP_AT + 10, talker_do_sample=False)
+        with talker_outputs(model) as talker_runs:
+            model.generate(ids, speaker="chelsie", thinker_max_new_tokens=12, thinker_eos_token_id=eos,
+                           talker_max_new_tokens=TALKER_STOP_AT + 10, talker_do_sample=False)
     finally:
-        del model.talker.generate
         del model.code2wav.forward
-    codes = captured["out"].sequences[0].tolist()
-    end = int(talker_cfg.codec_eos_token_id)
-    if end in codes:
-        if codes.index(end) < TALKER_STOP_AT // 2:
-            raise RuntimeError(f"the talker stops too early: {codes}; pick another seed")
-        return
-    fresh = _first_new_at(codes, TALKER_STOP_AT, {end})
-    with torch.no_grad():
-        weight = model.talker.codec_head.weight
-        weight[[fresh, end]] = weight[[end, fresh]].clone()
-
-
-def _first_new_at(tokens: list[int], index: int, avoid: set[int]) -> int:
-    """A token of `tokens` at or after `index` that does not occur before it (nor in `avoid`)."""
-    for i in range(index, len(tokens)):
-        if tokens[i] not in tokens[:i] and tokens[i] not in avoid:
-            return tokens[i]
-    raise RuntimeError(f"no fresh token after step {index} in {tokens}; pick another seed")
+    end = int(config.talker_config.codec_eos_token_id)
+    stop_talker_at(model.talker.codec_head.weight, talker_runs[-1].sequences[0].tolist(), TALKER_STOP_AT, {end},
+                   {end}, end)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -53,32 +56,42 @@ class GenerateReference:
                                           talker_max=talker_max, talker_min=talker_min,
                                           thinker_eos=self.model.thinker.generation_config.eos_token_id)
 
-        captured = {}
-        talker_generate = self.model.talker.generate
-
-        def spy(*args, **kwargs):  # generate returns no talker ids; keep them to compare codes
-            captured["talker"] = talker_generate(*args, **kwargs)
-            return captured["talker"]
-
         extra = {} if forced is None else {"thinker_logits_processor": _forcing(forced, len(input_ids))}
-        self.model.talker.generate = spy
         flags = logging.getLogger("transformers.generation.configuration_utils")
         flags.addFilter(_greedy_talker_flags)
         try:
             torch.manual_seed(seed)  # token2wav draws its noise from the global generator
             start = time.perf_counter()
-            with torch.no_grad(), intra_op_threads(self.num_threads or torch.get_num_threads()):
+            with torch.no_grad(), intra_op_threads(self.num_threads or torch.get_num_threads()), \
+                    talker_outputs(self.model) as talker_runs:
                 sequences, wave = self.model.generate(
                     torch.tensor([input_ids], device=self.model.device), speaker=voice, thinker_max_new_tokens=thinker_max,
                     talker_max_new_tokens=talker_max, talker_min_new_tokens=talker_min, talker_do_sample=False,
                     talker_eos_token_id=self.talker_eos_ids, **extra)
             latency = time.perf_counter() - start
         finally:
-            del self.model.talker.generate
             flags.removeFilter(_greedy_talker_flags)
-        talker = captured["talker"][0, len(input_ids) + 2:].tolist()
+        talker = talker_runs[-1][0, len(input_ids) + 2:].tolist()
         samples = wave.reshape(-1).float().cpu().numpy()
         return ReferenceRun(sequences[0, len(input_ids):].tolist(), talker, samples, latency)
+
+
+@contextmanager
+def talker_outputs(model: Any) -> Iterator[list]:
+    """Inside it, what each call of `model.talker.generate` returns is kept, in order: `model.generate` returns
+    no talker ids (nor Qwen3-Omni's frames), which parity checks and the tiny builders read."""
+    kept: list = []
+    generate = model.talker.generate
+
+    def spy(*args, **kwargs):
+        kept.append(generate(*args, **kwargs))
+        return kept[-1]
+
+    model.talker.generate = spy
+    try:
+        yield kept
+    finally:
+        del model.talker.generate  # the class's method again
 
 
 class _GreedyTalkerFlags(logging.Filter):

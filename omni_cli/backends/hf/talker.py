@@ -49,9 +49,31 @@ class TalkerPrefill:
     text_ids: torch.Tensor  # [1, P + 2]: prompt, voice BOS, first reply token (for RoPE positions)
 
 
-class HFTalker(TalkerModel):
-    role = "talker"
+class GenerateBounds:
+    """What both Qwen talkers take from generate: decode step k's conditioning is reply vector k (the talker's
+    `_reply_vector`), and its codec tokens' bounds are talker_min/max_new_tokens, EOS included."""
+
     codes_bound_is_cap = True  # generate's talker_max_new_tokens: reaching it cuts the speech short
+    min_new_tokens: int
+    max_new_tokens: int
+
+    @with_threads
+    def cond_for_step(self, items: Sequence[ARItem], is_closed: bool, step: int) -> torch.Tensor | None:
+        if step < 1:
+            raise ValueError("talker step 0 is the prefill; decode steps start at 1")
+        return self._reply_vector(items, step, is_closed)
+
+    def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
+        # generate's bounds are constants (talker_min/max_new_tokens, EOS included), the same whether
+        # the thinker is done or not: stream and barrier hand-offs stop at the same step
+        return self.min_new_tokens, self.max_codes_for(len(items))
+
+    def max_codes_for(self, num_reply_tokens: int) -> int:
+        return max(self.max_new_tokens, num_reply_tokens)
+
+
+class HFTalker(GenerateBounds, TalkerModel):
+    role = "talker"
 
     def __init__(self, loaded: Loaded, params: TalkerParams, settings: HFParams, name: str = "talker",
                  threads: Threads | None = None):
@@ -118,20 +140,6 @@ class HFTalker(TalkerModel):
         token_ids = [self.codec_mask] * num_prompt + [self.codec_pad, self.codec_bos]
         payload = TalkerPrefill(embeds=embeds, text_ids=torch.tensor([text_ids], device=self.device))
         return Prefill(token_ids=token_ids, payload=payload)
-
-    @with_threads
-    def cond_for_step(self, items: Sequence[ARItem], is_closed: bool, step: int) -> torch.Tensor | None:
-        if step < 1:
-            raise ValueError("talker step 0 is the prefill; decode steps start at 1")
-        return self._reply_vector(items, step, is_closed)
-
-    def codes_bounds(self, items: Sequence[ARItem]) -> tuple[int, int]:
-        # generate's bounds are constants (talker_min/max_new_tokens, EOS included), the same whether
-        # the thinker is done or not: stream and barrier hand-offs stop at the same step
-        return self.min_new_tokens, self.max_codes_for(len(items))
-
-    def max_codes_for(self, num_reply_tokens: int) -> int:
-        return max(self.max_new_tokens, num_reply_tokens)
 
     def code_of(self, token: int) -> int | None:
         if token in self.eos_token_ids or token == self.codec_bos or not 0 <= token < self.num_codes:

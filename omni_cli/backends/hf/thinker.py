@@ -39,6 +39,7 @@ class HFThinker(ThinkerModel):
 
     role = "thinker"
     takes_instructions = True  # a request's instructions join the system prompt (tokenizer.py)
+    hidden_layer = -1  # the hidden states handed on (ARItem.hidden): the last layer's, after the final norm
 
     def __init__(self, loaded: Loaded, params: ThinkerParams, name: str = "thinker", threads: Threads | None = None):
         self.name = name
@@ -126,7 +127,7 @@ class HFThinker(ThinkerModel):
         out = self.module(input_ids=ids, attention_mask=batch.attention_mask, position_ids=batch.positions(self.device),
                           cache=batch.kv, use_cache=True, output_hidden_states=True, return_dict=True)
         batch.commit()
-        hidden, embeds = out.hidden_states[-1], out.hidden_states[0]
+        hidden, embeds = out.hidden_states[self.hidden_layer], out.hidden_states[0]
         return [ARStepOutput(logits=last_logits(out.logits, row), hidden=hidden[row], embeds=embeds[row])
                 for row in range(len(inputs))]
 
@@ -157,7 +158,7 @@ class HFThinker(ThinkerModel):
         cache.num_positions += ids.shape[1]
         return ARStepOutput(
             logits=last_logits(out.logits),
-            hidden=out.hidden_states[-1][0],  # last layer after the final norm, one row per position
+            hidden=out.hidden_states[self.hidden_layer][0],  # one row per position
             embeds=out.hidden_states[0][0],  # input embeddings, one row per position
         )
 
@@ -180,4 +181,5 @@ class HFThinker(ThinkerModel):
         cache.num_positions += n
         # generate hands the talker zeros at audio positions in place of their input rows
         handed = out.hidden_states[0][0] if inp.prefill is None else torch.zeros_like(out.hidden_states[0][0])
-        return ARStepOutput(logits=last_logits(out.logits), hidden=out.hidden_states[-1][0], embeds=handed)
+        hidden = out.hidden_states[self.hidden_layer][0]
+        return ARStepOutput(logits=last_logits(out.logits), hidden=hidden, embeds=handed)

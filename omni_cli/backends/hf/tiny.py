@@ -157,40 +157,41 @@ def _stop_the_talker(model: Any, config: Any, ids: list[int]) -> None:
     changed so that it stops at TALKER_STOP_AT (the first fresh code there swapped with the end code)."""
     import torch
 
+    from .reference import talker_outputs
+
     talker_cfg = config.talker_config
     talker_eos = [talker_cfg.tts_codec_pad_token_id, talker_cfg.tts_codec_end_token_id]
-    captured = {}
-    generate = model.talker.generate
+    with talker_outputs(model) as talker_runs:
+        model.generate(
+            torch.tensor([ids]),
+            speaker="Chelsie",
+            thinker_max_new_tokens=12,
+            talker_max_new_tokens=TALKER_STOP_AT + 20,
+            talker_do_sample=False,  # greedy: no sampling knobs (set, transformers warns they are ignored)
+            talker_top_k=None,
+            talker_top_p=None,
+            talker_temperature=None,
+            talker_eos_token_id=talker_eos,
+        )
+    codes = talker_runs[-1][0, len(ids) + 2 :].tolist()
+    prefill_codes = {talker_cfg.tts_codec_mask_token_id, *talker_eos, talker_cfg.tts_codec_start_token_id}
+    stop_talker_at(model.talker.codec_head.weight, codes, TALKER_STOP_AT, set(talker_eos), prefill_codes,
+                   talker_cfg.tts_codec_end_token_id)
 
-    def spy(*args, **kwargs):
-        captured["out"] = generate(*args, **kwargs)
-        return captured["out"]
 
-    model.talker.generate = spy
-    model.generate(
-        torch.tensor([ids]),
-        speaker="Chelsie",
-        thinker_max_new_tokens=12,
-        talker_max_new_tokens=TALKER_STOP_AT + 20,
-        talker_do_sample=False,  # greedy: no sampling knobs (set, transformers warns they are ignored)
-        talker_top_k=None,
-        talker_top_p=None,
-        talker_temperature=None,
-        talker_eos_token_id=talker_eos,
-    )
-    del model.talker.generate
-    codes = captured["out"][0, len(ids) + 2 :].tolist()
-    stops = [i for i, code in enumerate(codes) if code in talker_eos]
+def stop_talker_at(head_weight: Any, codes: list[int], step: int, ends: set[int], avoid: set[int], end: int) -> None:
+    """A greedy talker whose `codes` do not stop by themselves is made to stop at `step`: the first fresh code
+    there swaps rows with `end` in its codec head. One that stops by itself before step / 2 is refused."""
+    import torch
+
+    stops = [i for i, code in enumerate(codes) if code in ends]
     if stops:  # the talker stops by itself
-        if stops[0] < TALKER_STOP_AT // 2:
+        if stops[0] < step // 2:
             raise RuntimeError(f"the talker stops too early: {codes}; pick another seed")
         return
-    prefill_codes = {talker_cfg.tts_codec_mask_token_id, *talker_eos, talker_cfg.tts_codec_start_token_id}
-    fresh = _first_new_at(codes, TALKER_STOP_AT, prefill_codes)
-    end = talker_cfg.tts_codec_end_token_id
+    fresh = _first_new_at(codes, step, avoid)
     with torch.no_grad():
-        weight = model.talker.codec_head.weight
-        weight[[fresh, end]] = weight[[end, fresh]].clone()
+        head_weight[[fresh, end]] = head_weight[[end, fresh]].clone()
 
 
 if __name__ == "__main__":

@@ -20,10 +20,12 @@ class PromptBuilder:
     `<|im_start|>{role}\\n{content}<|im_end|>\\n` per turn plus the assistant header.
     """
 
-    def __init__(self, tokenizer: Any, system_prompt: str, echo_instruction: str):
+    def __init__(self, tokenizer: Any, system_prompt: str, echo_instruction: str,
+                 audio_tokens: tuple[str, str, str] = AUDIO_TOKENS):
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
         self.echo_instruction = echo_instruction
+        self.audio_tokens = audio_tokens  # the audio's opening, placeholder and closing tokens
 
     def encode(self, text: str, mode: str, instructions: str | None = None) -> ThinkerPrompt:
         """instructions: appended to the system prompt, which stays: Qwen2.5-Omni speaks only under its own."""
@@ -44,12 +46,12 @@ class PromptBuilder:
         audio part before a text part): the ids either side of the audio's <|AUDIO|> positions."""
         if not has_audio:
             return ListenPrompt(self._chat_ids(text), [], -1)
-        ids = [self.special_id(t) for t in AUDIO_TOKENS]
-        missing = [t for t, i in zip(AUDIO_TOKENS, ids, strict=True) if i is None]
+        ids = [self.special_id(t) for t in self.audio_tokens]
+        missing = [t for t, i in zip(self.audio_tokens, ids, strict=True) if i is None]
         if missing:
             raise ValueError(f"the checkpoint's tokenizer has no {', '.join(missing)}: it cannot take audio")
-        marker = "<|AUDIO|>"
-        before, after = self._chat_text(f"<|audio_bos|>{marker}<|audio_eos|>{text}").split(marker)
+        opening, marker, closing = self.audio_tokens
+        before, after = self._chat_text(f"{opening}{marker}{closing}{text}").split(marker)
         return ListenPrompt(self._plain_ids(before, allow_special=True), self._plain_ids(after, allow_special=True),
                             ids[1])
 

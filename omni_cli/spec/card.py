@@ -48,14 +48,14 @@ class LoopSpec:
         0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes, "
         "or of the first chunks in order ([12, 16, 24]: then 48, 96, ...); 0 = every chunk is chunk_codes")
     first_audio_codes: int = bounded(
-        0, min=0, max=4096, doc="audio_decode, a request alone: its first audio after this many codes, the first "
+        0, min=0, max=4096, doc="audio_decode: a request alone hears its first audio after this many codes, the first "
         "chunk's window vocoded once and sent in two pieces (sooner first audio, a later second chunk); 0 = one piece")
     shared_first_codes: int = bounded(
-        0, min=0, max=4096, doc="audio_decode, beside other requests: the first chunk is this many codes, so its "
+        0, min=0, max=4096, doc="audio_decode: beside other requests, the first chunk is this many codes, so its "
         "audio lasts until the shared vocoder makes the next (later than for a request alone); the schedule goes "
         "on after the chunk it ends in. 0 = the schedule's own first chunk")
     pace: Literal["schedule", "largest_when_slow", "slack"] = bounded(
-        "schedule", doc="audio_decode, how the scheduler sizes chunks after the first as it runs. schedule: the "
+        "schedule", doc="audio_decode: how the scheduler sizes chunks after the first as it runs. schedule: the "
         "card's sizes, whatever the clock. largest_when_slow: once a chunk took over twice its audio's length to "
         "make (a listener hears gaps whatever the size), chunk_codes: fewer, longer gaps. slack: each chunk as "
         "long as the audio the player holds pays for, between the first chunk and chunk_codes: no gap while "

@@ -241,7 +241,8 @@ class Engine:
             errors = loop.advance_many(items)
         except Exception as exc:  # the batch's shared part (e.g. sampling) broke: fail each of its requests
             errors = [exc] * len(items)
-        self.scheduler.folded(live)
+        if loop.pacing is not None:  # the scheduler's pacing learns from a paced step's time
+            self.scheduler.folded(live)
         subscribers = self._subscribers
         for entry, error in zip(live, errors, strict=True):
             r = entry.request
@@ -297,4 +298,3 @@ class Engine:
     def _trace(self, event: TraceEvent) -> None:
         for fn in self._subscribers:
             fn(event)
-

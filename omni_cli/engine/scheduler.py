@@ -229,8 +229,8 @@ class Scheduler:
         return [*self.running, *self.queued]
 
     def folded(self, entries: list[Entry]) -> None:
-        """A batch's outputs are folded into its loops: a paced loop's pacing learns from its time."""
-        if self.pacer is not None and entries[0].loop.pacing is not None:
+        """A paced loop's batch is folded into its loops: its pacing learns from the steps' time."""
+        if self.pacer is not None:
             for e in entries:
                 self.pacer.folded(e.request, e.loop, e.plan)
 

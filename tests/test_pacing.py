@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from runtime_helpers import speak_recording_chunks, toy_with_vocoder
 
 from omni_cli.engine.pacing import Pacer
@@ -49,8 +50,11 @@ def test_same_inputs_and_pace_give_the_same_chunks_whatever_the_clock(monkeypatc
     assert replayed == slow and replayed_audio.tobytes() == slow_audio.tobytes()
 
 
-def test_the_vocoder_loop_reads_no_clock_and_keeps_no_requests():
-    tree = ast.parse(Path(audio_decode.__file__).read_text(encoding="utf-8"))
+@pytest.mark.parametrize("module", sorted(Path(audio_decode.__file__).parent.glob("*.py")), ids=lambda p: p.name)
+def test_no_loop_reads_the_clock_or_keeps_other_requests(module):
+    """The driven loops (omni_cli/loops) import no clock and no weak registry of requests: pacing is the
+    scheduler's (engine/pacing.py)."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                 for alias in node.names} | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not imported & {"time", "weakref", "perf_counter", "monotonic", "WeakValueDictionary"}, imported

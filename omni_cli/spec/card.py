@@ -43,10 +43,12 @@ class LoopSpec:
     work_unit: str | None = None  # follows from kind; when written, it must agree
     max_tokens: int = bounded(256, min=1, max=MAX_TOKENS_LIMIT, doc="ar_decode: most tokens per request")
     sampling: SamplingSpec = field(default_factory=SamplingSpec)
-    chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes per chunk, 0 = whole utterance")
+    chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes in the longest chunk (fewer, longer "
+                               "chunks re-read less context); 0 = the whole utterance as one chunk, heard at its end")
     first_chunk_codes: int | list[int] = bounded(
-        0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes, "
-        "or of the first chunks in order ([12, 16, 24]: then 48, 96, ...); 0 = every chunk is chunk_codes")
+        0, min=0, max=4096, doc="audio_decode: codes of the first chunk (how soon the first audio is heard), doubling "
+        "chunk by chunk up to chunk_codes, or of the first chunks in order ([12, 16, 24]: then 48, 96, ...); 0 = every "
+        "chunk is chunk_codes")
     first_audio_codes: int = bounded(
         0, min=0, max=4096, doc="audio_decode: a request alone hears its first audio after this many codes, the first "
         "chunk's window vocoded once and sent in two pieces (sooner first audio, a later second chunk); 0 = one piece")

@@ -69,7 +69,7 @@ class Pacer:
         return nxt
 
     def _pace(self, r: Any, loop: Any, rec: PaceRecord, shared: bool) -> Pace:
-        if loop.pacing == "slack" and rec.per_unit_s:
+        if loop.pacing == "slack" and rec.per_unit_s and rec.first_audio_at is not None:
             # the player's buffer: the audio made, less what has played since the first of it
             ahead = r.audio_samples / self.sample_rate - (self.clock() - rec.first_audio_at)
             return Pace(shared, False, int(ahead * self.SLACK_SHARE / rec.per_unit_s))

@@ -6,8 +6,8 @@
 
 Each round runs, for each variant in turn, `--requests` greedy chat utterances of `--codes` codes at
 concurrency 1 and at concurrency `--requests`. A variant is NAME:KEY=VALUE,...: keys of the vocoder's
-audio_decode loop (chunk_growth, chunk_codes, first_chunk_codes, first_audio_codes) or of the vocoder's params; the default
-pair is the shipped card's doubling chunks ("double") beside `chunk_growth: slack` up to 400 codes
+audio_decode loop (pace, chunk_codes, first_chunk_codes, first_audio_codes) or of the vocoder's params; the default
+pair is the shipped card's doubling chunks ("double") beside `pace: slack` up to 400 codes
 ("slack"). It prints one JSON line per run and, per variant, the best and worst over rounds of TTFA p50,
 latency p50, stall max, audio s per wall s, DiT windows per utterance and DiT forwards (windows batched
 together run as one), and the worst waveform SNR against one whole-utterance chunk of the same codes (the
@@ -40,7 +40,7 @@ def main() -> None:
 
     def variant(**changes):
         card = base.card
-        loop_keys = {"chunk_growth", "chunk_codes", "first_chunk_codes", "first_audio_codes"}
+        loop_keys = {"pace", "chunk_codes", "first_chunk_codes", "first_audio_codes"}
         vocoder_loop = {k: v for k, v in changes.items() if k in loop_keys}
         params = {k: v for k, v in changes.items() if k not in loop_keys}
         loops = {name: replace(loop, **vocoder_loop) if loop.kind == "audio_decode" else loop
@@ -51,7 +51,7 @@ def main() -> None:
         return greedy_variant(program, {"thinker": 12, "talker": args.codes + 1}, talker_min=args.codes)
 
     chunkings = {name: variant(**changes) for name, changes in
-                 map(_parse, args.variant or ["double:", "slack:chunk_growth=slack,chunk_codes=400"])}
+                 map(_parse, args.variant or ["double:", "slack:pace=slack,chunk_codes=400"])}
     whole = variant(chunk_codes=0, first_chunk_codes=0, first_audio_codes=0)
     from omni_cli.backends.hf import token2wav
 

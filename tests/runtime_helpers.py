@@ -51,8 +51,9 @@ def speak_recording_chunks(monkeypatch, program, seconds_per_call: float = 0.0):
         now[0] += seconds_per_call
         return run(self, kind, inputs)
 
-    program.loops["vocoder"].clock = lambda: now[0]
+    engine = Engine(program)
+    engine.scheduler.pacer.clock = lambda: now[0]  # the scheduler's pacing reads it, never the loop
     with monkeypatch.context() as patched:  # undone after: a second call records only its own chunks
         patched.setattr(NumpyVocoder, "run", timed)
-        result = Engine(program).submit(SpeakRequest(CHUNKED_TEXT, seed=5), collect=True).result()
+        result = engine.submit(SpeakRequest(CHUNKED_TEXT, seed=5), collect=True).result()
     return result.samples, calls

@@ -106,17 +106,18 @@ def test_requests_beside_each_other_keep_their_first_chunk_whole(monkeypatch):
     assert alone.samples.size and calls[before:before + 2] == [(0, 3, 8), (3, 8, None)]
 
 
-def _shared_program(shared_first_chunks: int, shared_first_codes: int = 0):
-    return toy_with_vocoder(first_chunk_codes=8, chunk_codes=32, shared_first_chunks=shared_first_chunks,
-                            shared_first_codes=shared_first_codes)
+def _shared_program(shared_first_codes: int):
+    return toy_with_vocoder(first_chunk_codes=8, chunk_codes=32, shared_first_codes=shared_first_codes)
 
 
-@pytest.mark.parametrize("merged, first, after", [(1, (0, 8), [(8, 24), (24, 56)]), (2, (0, 24), [(24, 56), (56, 88)]),
-                                                  (3, (0, 56), [(56, 88), (88, 120)]),
-                                                  # shared_first_codes 40: it ends inside the schedule's third
-                                                  # chunk (24, 56), so the fourth (32 codes) comes next
-                                                  ((1, 40), (0, 40), [(40, 72), (72, 104)]),
-                                                  ((1, 12), (0, 12), [(12, 44), (44, 76)])])  # ends in (8, 24)
+@pytest.mark.parametrize("merged, first, after", [(0, (0, 8), [(8, 24), (24, 56)]),
+                                                  # the schedule's first two and three chunks (8, 16, 32) as one
+                                                  (24, (0, 24), [(24, 56), (56, 88)]),
+                                                  (56, (0, 56), [(56, 88), (88, 120)]),
+                                                  # 40 ends inside the schedule's third chunk (24, 56), so the
+                                                  # fourth (32 codes) comes next
+                                                  (40, (0, 40), [(40, 72), (72, 104)]),
+                                                  (12, (0, 12), [(12, 44), (44, 76)])])  # ends in (8, 24)
 def test_beside_other_requests_the_first_chunk_covers_the_schedule_s_first_chunks(monkeypatch, merged, first, after):
     calls = []
     run = NumpyVocoder.run
@@ -126,7 +127,7 @@ def test_beside_other_requests_the_first_chunk_covers_the_schedule_s_first_chunk
         return run(self, kind, inputs)
 
     monkeypatch.setattr(NumpyVocoder, "run", recorded)
-    engine = Engine(_shared_program(*merged) if isinstance(merged, tuple) else _shared_program(merged))
+    engine = Engine(_shared_program(merged))
     text = "two requests at once, each long enough for a few chunks of codes, and then a good many words more"
     handles = [engine.submit(SpeakRequest(text, seed=s), collect=True) for s in (1, 2)]
     together = [h.result().samples for h in handles]
@@ -157,13 +158,13 @@ def _shown(tmp_path, loop_lines: str) -> str:
     return shown.output
 
 
-def test_a_card_shows_its_shared_first_chunks(tmp_path):
-    shown = _shown(tmp_path, "    first_chunk_codes: 5\n    shared_first_chunks: 2\n")
-    assert "chunk_codes 5 doubling to 10, the first 2 as one beside other requests" in shown
+def test_the_retired_shared_first_chunks_names_the_key_to_write():
+    text = TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    shared_first_chunks: 2\n")
     with pytest.raises(SpecError) as caught:
-        load_card(parse_yaml(TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n    shared_first_chunks: 0\n"),
-                             "toy.yaml"))
-    assert caught.value.issues[0].key == "loops.vocoder.shared_first_chunks"
+        load_card(parse_yaml(text, "toy.yaml"))
+    [issue] = caught.value.issues
+    assert issue.key == "loops.vocoder.shared_first_chunks" and "write shared_first_codes" in issue.message, issue
+    assert text.splitlines()[issue.line - 1].strip() == "shared_first_chunks: 2"
 
 
 def test_a_shared_first_chunk_in_codes_is_shown_and_checked(tmp_path):
@@ -172,8 +173,6 @@ def test_a_shared_first_chunk_in_codes_is_shown_and_checked(tmp_path):
     for loop_lines, message in [
         ("    first_chunk_codes: 5\n    shared_first_codes: 5\n", "must be above the first chunk's 5 codes"),
         ("    shared_first_codes: 8\n", "must be above the first chunk's 10 codes"),
-        ("    first_chunk_codes: 5\n    shared_first_chunks: 2\n    shared_first_codes: 12\n",
-         "set shared_first_codes or shared_first_chunks, not both"),
     ]:
         with pytest.raises(SpecError) as caught:
             load_card(parse_yaml(TOY.replace("    chunk_codes: 10\n", "    chunk_codes: 10\n" + loop_lines), "toy.yaml"))

@@ -1,5 +1,5 @@
-"""audio_decode's `largest_when_slow` (issue 19, latency far slower than real time): once a request's chunk
-took over twice as long to make as its audio lasts, its next chunk is chunk_codes long."""
+"""`pace: largest_when_slow` (latency far slower than real time): once a request's chunk took over twice as long
+to make as its audio lasts, the scheduler's pacing makes its next chunk chunk_codes long."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from runtime_helpers import speak_recording_chunks, toy_with_vocoder
 
 
 def _program(largest_when_slow: bool, first_audio_codes: int = 0):
-    return toy_with_vocoder(first_chunk_codes=8, chunk_codes=32, largest_when_slow=largest_when_slow,
-                            first_audio_codes=first_audio_codes)
+    return toy_with_vocoder(first_chunk_codes=8, chunk_codes=32, pace="largest_when_slow" if largest_when_slow
+                            else "schedule", first_audio_codes=first_audio_codes)
 
 
 def test_a_chunk_slower_than_its_audio_makes_the_next_one_the_largest(monkeypatch):
@@ -31,7 +31,7 @@ def test_a_chunk_slower_than_its_audio_makes_the_next_one_the_largest(monkeypatc
 def test_off_by_default_the_schedule_holds_however_slow(monkeypatch):
     program = _program(False)
     loop = program.loops["vocoder"]
-    assert not type(loop.spec)(kind="audio_decode", component="v", prompt_slot="s").largest_when_slow
+    assert type(loop.spec)(kind="audio_decode", component="v", prompt_slot="s").pace == "schedule"
     code_s = loop.component.samples_per_code / loop.component.sample_rate
     _, chunks = speak_recording_chunks(monkeypatch, program, seconds_per_call=1000 * code_s)
     assert chunks[:3] == [(0, 8), (8, 24), (24, 56)], chunks
@@ -70,10 +70,14 @@ def test_a_card_shows_it_and_takes_it_from_set():
     from omni_cli.cli.app import app
 
     runner = CliRunner()
-    on = runner.invoke(app, ["cards", "show", "qwen2_5_omni_toy", "--set", "loops.vocoder.largest_when_slow=true"],
+    on = runner.invoke(app, ["cards", "show", "qwen2_5_omni_toy", "--set", "loops.vocoder.pace=largest_when_slow"],
                        env={"COLUMNS": "200"})
     assert on.exit_code == 0 and "10 after a chunk slower than its audio" in on.output, on.output
     off = runner.invoke(app, ["cards", "show", "qwen2_5_omni_toy"], env={"COLUMNS": "200"})
     assert off.exit_code == 0 and "slower than its audio" not in off.output
-    bad = runner.invoke(app, ["cards", "validate", "qwen2_5_omni_toy", "--set", "loops.vocoder.largest_when_slow=3"])
-    assert bad.exit_code == 2 and "largest_when_slow" in bad.output and "Traceback" not in bad.output, bad.output
+    bad = runner.invoke(app, ["cards", "validate", "qwen2_5_omni_toy", "--set", "loops.vocoder.pace=3"])
+    assert bad.exit_code == 2 and "pace" in bad.output and "Traceback" not in bad.output, bad.output
+    # the key it replaced is refused with the line that names the new one
+    old = runner.invoke(app, ["cards", "validate", "qwen2_5_omni_toy", "--set", "loops.vocoder.largest_when_slow=true"])
+    assert old.exit_code == 2 and "write `pace: largest_when_slow`" in old.output and "Traceback" not in old.output, \
+        old.output

@@ -32,7 +32,7 @@ MANY_MISTAKES: dict[str, list[tuple[int, str, str]]] = {
         (8, "voices.1", "duplicate voice 'alto'"),
         (14, "components.thinker.params.num_layers", "expected integer, got string"),  # the backend's params
         (33, "loops.talker_decode.component", "names undeclared component 'talkr' (components: thinker, talker"),
-        (35, "loops.talker_decode.max_token", "unknown key (expected one of: chunk_codes, chunk_growth, component"),
+        (35, "loops.talker_decode.max_token", "unknown key (expected one of: chunk_codes, component, first_audio_codes"),
         (36, "loops.vocoder.prompt_slot", "missing required key"),
         (41, "defaults.program", "unknown program 'speek' (shipped: chat, speak"),  # a bad program reference
         (43, "batching.max_batch", "must be at least 1, got 0"),  # out of range

@@ -110,7 +110,7 @@ def test_the_sample_file_holds_what_a_trainer_needs(toy, tmp_path):
     assert meta["program"]["name"] == "speak" and len(meta["program"]["sha256"]) == 64
     assert meta["loops"]["talker_decode"]["sampling"]["temperature"] == 0.9
     assert meta["loops"]["vocoder"]["noise_seed"] == 9 and meta["status"] == "finished"
-    assert meta["loops"]["vocoder"]["largest_when_slow"] is False and meta["loops"]["vocoder"]["chunk_growth"] == "double"
+    assert meta["loops"]["vocoder"]["pace"] == "schedule" and "largest_when_slow" not in meta["loops"]["vocoder"]
     assert set(meta["versions"]) >= {"omni_cli", "numpy", "python"}
     assert sample.audio.dtype == np.float32 and sample.audio.size == meta["num_samples"] > 0
 

@@ -64,8 +64,16 @@ class ListenPrompt:
     audio_id: int  # the placeholder token of an audio position (its row comes from the audio encoder)
 
 
+class StepInput:
+    """A step input that may carry a request's state. `state_field` names the field that holds it (None: none),
+    which a placed component keeps on its side (engine/executors/handles.py) rather than receive each step."""
+
+    __slots__ = ()
+    state_field: ClassVar[str | None] = None
+
+
 @dataclass
-class AudioBlockInput:
+class AudioBlockInput(StepInput):
     """One request's input to one audio-encoder block: samples [start, stop) of its source at the encoder's rate."""
 
     state_field: ClassVar[str] = "state"
@@ -83,7 +91,7 @@ class AudioBlockOutput:
 
 
 @dataclass
-class ARStepInput:
+class ARStepInput(StepInput):
     """One request's input to one AR step (prefill or token)."""
 
     state_field: ClassVar[str] = "cache"  # the per-request state a placed component keeps on its side
@@ -112,7 +120,7 @@ class ARStepOutput:
 
 
 @dataclass
-class VocoderChunkInput:
+class VocoderChunkInput(StepInput):
     """One request's input to one vocoder chunk: codes [start, end) plus whatever context it needs."""
 
     state_field: ClassVar[str] = "state"  # the per-request state a placed component keeps on its side

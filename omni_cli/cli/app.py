@@ -8,7 +8,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from . import bench_cmd, catalog_cmd, chat, examples, rollout_cmd, serve_cmd, speak, trace_cmd
+from . import bench, catalog, chat, examples, rollout, serve, speak, trace
 from .errors import SIGINT_EXIT, USAGE, classify, one_line
 from .report import error_line
 
@@ -109,12 +109,12 @@ app = typer.Typer(cls=OmniGroup, help=HELP, epilog=examples.ROOT, rich_markup_mo
                   context_settings={"help_option_names": ["-h", "--help"]})
 app.command("speak", help=speak.HELP, epilog=examples.SPEAK, no_args_is_help=False)(speak.speak)
 app.command("chat", help=chat.HELP, epilog=examples.CHAT, no_args_is_help=False)(chat.chat)
-app.add_typer(trace_cmd.app, name="trace")
-app.add_typer(catalog_cmd.cards, name="cards")
-app.add_typer(catalog_cmd.programs, name="programs")
-app.command("bench", help=bench_cmd.HELP, epilog=examples.BENCH)(bench_cmd.bench)
-app.add_typer(rollout_cmd.app, name="rollout")
-app.command("serve", help=serve_cmd.HELP, epilog=examples.SERVE)(serve_cmd.serve)
+app.add_typer(trace.app, name="trace")
+app.add_typer(catalog.cards, name="cards")
+app.add_typer(catalog.programs, name="programs")
+app.command("bench", help=bench.HELP, epilog=examples.BENCH)(bench.bench)
+app.add_typer(rollout.app, name="rollout")
+app.command("serve", help=serve.HELP, epilog=examples.SERVE)(serve.serve)
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from .tracedigest import END_PHASES, TraceDigest
-from .tracereader import iter_trace
+from .trace_digest import END_PHASES, TraceDigest
+from .trace_reader import iter_trace
 
 LOOPS_PID, REQUESTS_PID = 1, 2
 US = 1e6

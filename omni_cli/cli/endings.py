@@ -32,10 +32,11 @@ def failure_reason(exc: BaseException) -> str:
 
 def closed_reason(exc: BaseException, audio_on_stdout: bool) -> str:
     """The reader of an output went away: stdout (audio or text), or a FIFO named with -o."""
-    target = getattr(exc, "target", None)
-    if isinstance(exc, BrokenPipeError) or audio_on_stdout or target is None:
+    from ..audio.errors import OutputClosed  # (imported when a run ends this way, not at start-up)
+
+    if not isinstance(exc, OutputClosed) or audio_on_stdout:  # a BrokenPipeError: stdout's reader went away
         return STDOUT_CLOSED
-    return f"the reader of {target} closed it"
+    return f"the reader of {exc.target} closed it"
 
 
 def no_audio_reason(metrics: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from .outputs import OutputPlan, Router, claim_plan, isatty
 from .runner import Outcome, run_utterances
 from .session import ModelOptions, check_voice, open_engine
 from .signals import GracefulStop
-from .tracefile import TraceWriter, run_record
+from .trace_file import TraceWriter, run_record
 
 
 @dataclass

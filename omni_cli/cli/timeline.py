@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .tracedigest import TraceDigest
+from .trace_digest import TraceDigest
 
 GLYPHS = {"ar_prefill": ("▒", "magenta"), "ar_token": ("█", "cyan"), "audio_chunk": ("▇", "yellow"),
           # a sentence voice's units (piper cards)

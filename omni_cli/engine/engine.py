@@ -13,6 +13,7 @@ from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
 from .admission import MemoryBudget
 from .events import EventQueue
 from .executor import BatchOutcome, Call, Executor, InlineExecutor
+from .pacing import Pacer
 from .request import EngineRequest, RequestHandle
 from .scheduler import Entry, Scheduler, Verdict, one_line
 from .stats import EngineStats
@@ -30,7 +31,7 @@ class Engine:
         self.program = program
         self.policy = policy
         budget = MemoryBudget(memory_budget_bytes or card.limits.memory_budget_mib << 20, program.components.values())
-        self.scheduler = Scheduler(policy, max_batch or card.batching.max_batch, budget)
+        self.scheduler = Scheduler(policy, max_batch or card.batching.max_batch, budget, Pacer(card.sample_rate))
         self.budget = budget  # the scheduler's, to read (serve's /metrics, bench, tests)
         self.sample_rate = card.sample_rate
         self.stats = EngineStats()
@@ -240,6 +241,8 @@ class Engine:
             errors = loop.advance_many(items)
         except Exception as exc:  # the batch's shared part (e.g. sampling) broke: fail each of its requests
             errors = [exc] * len(items)
+        if loop.pacing is not None:  # the scheduler's pacing learns from a paced step's time
+            self.scheduler.folded(live)
         subscribers = self._subscribers
         for entry, error in zip(live, errors, strict=True):
             r = entry.request
@@ -295,4 +298,3 @@ class Engine:
     def _trace(self, event: TraceEvent) -> None:
         for fn in self._subscribers:
             fn(event)
-

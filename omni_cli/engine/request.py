@@ -48,6 +48,7 @@ class EngineRequest:
     finished_s: float | None = None
     audio_samples: int = 0
     units: Counter = field(default_factory=Counter)  # WorkUnits per loop
+    pacing: dict = field(default_factory=dict)  # per paced loop id: the scheduler's PaceRecord (engine/pacing.py)
     text: list[str] = field(default_factory=list)
     chunks: list[np.ndarray] = field(default_factory=list)
     results: dict[str, LoopResult] = field(default_factory=dict)  # kept only with collect

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from ..loops import Wait, WorkPlan
 from ..spec.stream import RequestStatus
 from .admission import AdmissionError, MemoryBudget, mib
+from .pacing import Pacer
 
 POLICIES = ("latency-first", "round-robin")
 
@@ -113,12 +114,14 @@ class Scheduler:
     """Holds the queue, the running set and the memory budget; admission reserves resident bytes, each
     launch a batch's step bytes, and policy orders the work."""
 
-    def __init__(self, policy: str, max_batch: int, budget: MemoryBudget):
+    def __init__(self, policy: str, max_batch: int, budget: MemoryBudget, pacer: Pacer | None = None):
+        """pacer: paces the paced loops (engine/pacing.py); without one, each runs its card's schedule."""
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
         self.policy = policy
         self.max_batch = max_batch
         self.budget = budget
+        self.pacer = pacer
         self.queued: deque[Any] = deque()
         self.running: list[Any] = []
 
@@ -188,6 +191,9 @@ class Scheduler:
         entries: list[Entry] = []
         waits: list[tuple[Any, str, Wait]] = []
         ended: list[tuple[Any, str | None]] = []
+        pacer = self.pacer
+        if pacer is not None:
+            pacer.new_tick()
         for r in running:
             pending = False
             for loop, state in r.wired.states:
@@ -195,7 +201,10 @@ class Scheduler:
                     pending = True
                     continue
                 try:
-                    nxt = loop.next(state)
+                    if loop.pacing is None or pacer is None:
+                        nxt = loop.next(state)
+                    else:  # the Pace for this step: from every request, the clock and the player's buffer
+                        nxt = pacer.next(r, loop, state, self._everyone)
                 except Exception as exc:  # a bad input or a broken feed fails this request alone
                     ended.append((r, f"{loop.loop_id}: {one_line(exc)}"))
                     break
@@ -215,6 +224,15 @@ class Scheduler:
             # every loop waits on another: a broken program, never a reason to spin forever
             stalled = "; ".join(f"{r.request_id}/{loop_id}: {w.reason}" for r, loop_id, w in waits[:3])
         return Decision(admitted, ended, stalled, [])
+
+    def _everyone(self) -> list[Any]:
+        return [*self.running, *self.queued]
+
+    def folded(self, entries: list[Entry]) -> None:
+        """A paced loop's batch is folded into its loops: its pacing learns from the steps' time."""
+        if self.pacer is not None:
+            for e in entries:
+                self.pacer.folded(e.request, e.loop, e.plan)
 
     def _admit(self, admitted: list[Any]) -> None:
         while self.queued:

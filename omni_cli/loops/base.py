@@ -27,6 +27,10 @@ class WorkPlan:
     step_bytes: int  # bytes held while the step runs
     inputs: Any  # what the component's run() takes for this request
     forced_token: int | None = None  # AR echo mode: the token this step must produce
+    # a paced loop's step (Loop.pacing), for the scheduler's clock: the work it does in the loop's units, and
+    # whether its time is judged together with the next step's (the first piece of a split chunk)
+    work_units: int = 0
+    joins_next: bool = False
 
 
 @dataclass(slots=True)
@@ -36,6 +40,19 @@ class Wait:  # not frozen either: one is made whenever a loop waits, most ticks 
     @property
     def reason(self) -> str:
         return self.describe()
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """The scheduler's word to a paced loop on how much to do this step (engine/pacing.py decides it from
+    every request, the clock and the player's buffer; the loop obeys and never looks at either itself)."""
+
+    shared: bool = False  # other requests are in this loop now: their steps share its component's calls
+    largest: bool = False  # the listener waits whatever the size (the machine is slower than real time)
+    affordable: int | None = None  # units of work the player's buffered audio pays for; None: the card's schedule
+
+
+UNPACED = Pace()  # a request alone, on time: the card's schedule as written
 
 
 @dataclass(frozen=True)
@@ -110,6 +127,9 @@ class Loop:
     makes: ClassVar[str]  # the slot kind it publishes
     output: ClassVar[type]  # the channel class it publishes into
     takes_speed: ClassVar[bool] = False  # a request's `speed` stretches what it makes (sentence voices)
+    # None: unpaced, `next(state)`. Else the card's `pace` (spec.card.LoopSpec), which the scheduler applies, and
+    # `next(state, pace)` takes its Pace for this step
+    pacing: str | None = None
 
     def __init__(self, loop_id: str, spec: Any, component: Component, stage: int):
         self.loop_id = loop_id
@@ -128,6 +148,7 @@ class Loop:
         return Footprint(), NO_BOUND
 
     def next(self, state: LoopState) -> WorkPlan | Wait | Done:
+        """The next step, without running it (a paced loop takes a second argument, the scheduler's Pace)."""
         raise NotImplementedError
 
     def advance(self, state: LoopState, plan: WorkPlan, output: Any) -> LoopState:

@@ -82,6 +82,13 @@ class CompiledProgram:
                 return self.loops[source.loop].spec.component, self.loops[reader.loop].spec.component
         return None
 
+    def counted_loops(self) -> dict[str, str]:
+        """The loop whose WorkUnits a client's usage counts as each kind of token ("text_tokens",
+        "codec_tokens"): the loop whose stream an op declared with `counts` reads."""
+        made_by = {node.output: node.loop for node in self.order if node.output is not None}
+        return {OPS[node.op].counts: made_by[node.inputs[0]] for node in self.order
+                if node.op is not None and OPS[node.op].counts and made_by.get(node.inputs[0])}
+
     def voices(self) -> list[str]:
         talker = self.roles.get("talker")  # the talker conditions on the voice: it knows them
         return talker.voices() if talker is not None else list(self.card.voices)

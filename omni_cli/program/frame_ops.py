@@ -34,7 +34,8 @@ class FramesFeed(CodesFeed):
         return f"{self.upstream.name}: {len(self.codes)} frames ({'barrier' if self.is_barrier else 'stream'})"
 
 
-@_op("talker_frames_to_vocoder", reads=("ar_stream@talker",), makes="codes_feed@vocoder", handoff=True, frames=True)
+@_op("talker_frames_to_vocoder", reads=("ar_stream@talker",), makes="codes_feed@vocoder", handoff=True, frames=True,
+     counts="codec_tokens")
 def talker_frames_to_vocoder(ctx: RequestContext, inputs: list[Any], mode: str) -> FramesFeed:
     """The talker's completed codec frames (every codebook group) as the vocoder's input."""
     return FramesFeed(ctx.roles["talker"], inputs[0], mode)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..backends.base import ARItem
 from ..loops import ARChannel, AudioPiece, Channel, CodesFeed, TalkerFeed, ThinkerFeed
@@ -36,6 +36,8 @@ class Op:
     carries_states: bool = False  # it hands one loop's hidden states to the next (a direct hand-off may skip the driver)
     doc: str = ""
     reads_frames: bool | None = None  # a talker hand-off: True reads multi-codebook frames, False single codes
+    # the usage a client is billed: the loop whose stream this op reads counts its WorkUnits as these tokens
+    counts: Literal["text_tokens", "codec_tokens"] | None = None
 
     @property
     def num_inputs(self) -> int:
@@ -69,9 +71,9 @@ OPS: dict[str, Op] = {}
 
 
 def _op(name: str, *, reads: tuple[str, ...], makes: str | None, handoff: bool = False, states: bool = False,
-        frames: bool | None = None):
+        frames: bool | None = None, counts: Literal["text_tokens", "codec_tokens"] | None = None):
     def register(fn):
-        OPS[name] = Op(name, fn, reads, makes, handoff, states, (fn.__doc__ or "").strip(), frames)
+        OPS[name] = Op(name, fn, reads, makes, handoff, states, (fn.__doc__ or "").strip(), frames, counts)
         return fn
     return register
 
@@ -110,7 +112,7 @@ def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFe
                       ctx.request.max_tokens)
 
 
-@_op("emit_text", reads=("ar_stream@thinker",), makes=None)
+@_op("emit_text", reads=("ar_stream@thinker",), makes=None, counts="text_tokens")
 def emit_text(ctx: RequestContext, inputs: list[Any], mode: str) -> None:
     """Stream the thinker's reply as text pieces (whole characters only)."""
     thinker = ctx.roles["thinker"]
@@ -137,7 +139,8 @@ def thinker_to_talker(ctx: RequestContext, inputs: list[Any], mode: str) -> Talk
     return TalkerFeed(ctx.roles["talker"], inputs[0], mode, ctx.voice)
 
 
-@_op("talker_to_vocoder", reads=("ar_stream@talker",), makes="codes_feed@vocoder", handoff=True, frames=False)
+@_op("talker_to_vocoder", reads=("ar_stream@talker",), makes="codes_feed@vocoder", handoff=True, frames=False,
+     counts="codec_tokens")
 def talker_to_vocoder(ctx: RequestContext, inputs: list[Any], mode: str) -> CodesFeed:
     """The talker's codec tokens, special ids stripped, as the vocoder's codes."""
     return CodesFeed(ctx.roles["talker"], inputs[0], mode)

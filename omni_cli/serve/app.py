@@ -54,12 +54,13 @@ class ServeContext:
         self.sample_rate = card.sample_rate
         self.card = card
         self.metrics = Metrics()
-        self._roles = {name: card.components[spec.component].role for name, spec in card.loops.items()}
+        # the loops the program bills as text and codec tokens (ops declared with `counts`)
+        self._counted = engine.program.counted_loops()
         voices = tuple(engine.program.voices())
-        thinker = next((spec for name, spec in card.loops.items() if self._roles[name] == "thinker"), None)
+        text_loop = card.loops.get(self._counted.get("text_tokens", ""))  # its max_tokens bounds a request's
         names = tuple(dict.fromkeys([card_name, card.model]))
         self.info = ModelInfo(names, voices, card.defaults.voice or (voices[0] if voices else None),
-                              card.limits.max_text_chars, thinker.max_tokens if thinker else 1, card.sample_rate,
+                              card.limits.max_text_chars, text_loop.max_tokens if text_loop else 1, card.sample_rate,
                               tuple(card.capabilities), SPEED_RANGE if engine.program.takes_speed else None,
                               engine.program.takes_instructions)
         self.worker = EngineWorker(engine, concurrency=options.concurrency, max_queue=options.max_queue,
@@ -69,12 +70,9 @@ class ServeContext:
         self.default_format_reason = speech.can_write(self, "mp3")
         self.default_format = "mp3" if self.default_format_reason is None else "wav"
 
-    def units_by_role(self, units: dict[str, int]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for loop_id, n in units.items():
-            role = self._roles.get(loop_id, loop_id)
-            out[role] = out.get(role, 0) + n
-        return out
+    def token_counts(self, units: dict[str, int]) -> tuple[int, int]:
+        """(text tokens, codec tokens) in a request's WorkUnits per loop, from the loops the program counts."""
+        return units.get(self._counted.get("text_tokens", ""), 0), units.get(self._counted.get("codec_tokens", ""), 0)
 
     def _on_event(self, ticket, item) -> None:
         endpoint = ticket.request_id.split("-")[0]

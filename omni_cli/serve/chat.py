@@ -138,8 +138,7 @@ def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
 
 def _usage(ctx, done: RequestDone) -> dict[str, Any]:
     """Completion tokens: the thinker's reply and the talker's codes (prompt tokens are not counted: null)."""
-    by_role = ctx.units_by_role(done.metrics.get("work_units", {}))
-    text, codes = by_role.get("thinker", 0), by_role.get("talker", 0)
+    text, codes = ctx.token_counts(done.metrics.get("work_units", {}))
     return {"prompt_tokens": None, "completion_tokens": text + codes, "total_tokens": text + codes,
             "completion_tokens_details": {"text_tokens": text, "audio_tokens": codes},
             "omni": {"ttfa_s": done.metrics.get("ttfa_s"), "latency_s": done.metrics.get("latency_s"),

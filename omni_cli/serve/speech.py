@@ -44,8 +44,7 @@ def usage(ctx, done: RequestDone) -> dict[str, Any]:
     """OpenAI's usage (text tokens in, codec tokens out) and ours: TTFA, latency, WorkUnits, stop reasons."""
     m = done.metrics
     units = m.get("work_units", {})
-    by_role = ctx.units_by_role(units)
-    text_tokens, codec_tokens = by_role.get("thinker", 0), by_role.get("talker", 0)
+    text_tokens, codec_tokens = ctx.token_counts(units)
     return {"input_tokens": text_tokens, "output_tokens": codec_tokens, "total_tokens": text_tokens + codec_tokens,
             "omni": {"ttfa_s": m.get("ttfa_s"), "latency_s": m.get("latency_s"), "audio_s": m.get("audio_s"),
                      "work_units": units, "stop_reasons": m.get("stop_reasons", {}),

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from .errors import IssueList, any_dropped
 from .placement import PlacementSpec, check_placement
-from .schema import bounded, check_dataclass
+from .schema import bounded, check_dataclass, retired
 from .yaml_source import Located
 
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # components, loops, nodes, slots
@@ -31,6 +31,10 @@ class SamplingSpec:
     repetition_penalty: float = bounded(1.0, min=0.01, max=10.0)
 
 
+# keys an older card may carry, each refused with one line saying what to write instead
+@retired(chunk_growth="retired: write `pace: slack` for chunk_growth slack (double is `pace: schedule`)",
+         largest_when_slow="retired: write `pace: largest_when_slow`",
+         shared_first_chunks="retired: write shared_first_codes, the codes of those first chunks summed")
 @dataclass
 class LoopSpec:
     kind: str  # a registered loop kind (omni_cli/loops/registry.py), checked when the card is compiled
@@ -44,30 +48,25 @@ class LoopSpec:
     # generate mirrors the talker's do_sample onto its predictor); generate's settings by default; its
     # repetition_penalty is unused (a frame's residual codes have no history)
     residual_sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(temperature=1.0, top_k=50, top_p=0.8))
-    chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes per chunk, 0 = whole utterance")
+    chunk_codes: int = bounded(25, min=0, max=4096, doc="audio_decode: codes in the longest chunk (fewer, longer "
+                               "chunks re-read less context); 0 = the whole utterance as one chunk, heard at its end")
     first_chunk_codes: int | list[int] = bounded(
-        0, min=0, max=4096, doc="audio_decode: codes of the first chunk, doubling chunk by chunk up to chunk_codes, "
-        "or of the first chunks in order ([12, 16, 24]: then 48, 96, ...); 0 = every chunk is chunk_codes")
-    # audio_decode: how chunks after the first grow. double: first_chunk_codes doubling up to chunk_codes.
-    # slack: as many codes as the audio made so far, ahead of real time, pays for at the speed the chunks
-    # before it were made (at least first_chunk_codes, at most chunk_codes): a player that starts at the first
-    # audio is not kept waiting while the machine is faster than real time, with as few chunks as that allows
-    chunk_growth: Literal["double", "slack"] = bounded(
-        "double", doc="audio_decode: how chunks after the first grow: double, or by the playback slack")
+        0, min=0, max=4096, doc="audio_decode: codes of the first chunk (how soon the first audio is heard), doubling "
+        "chunk by chunk up to chunk_codes, or of the first chunks in order ([12, 16, 24]: then 48, 96, ...); 0 = every "
+        "chunk is chunk_codes")
     first_audio_codes: int = bounded(
-        0, min=0, max=4096, doc="audio_decode: the first chunk's audio in two pieces, its first this many codes "
-        "as soon as they are vocoded and the rest from the same vocoder window right after; 0 = one piece")
-    shared_first_chunks: int = bounded(
-        1, min=1, max=12, doc="audio_decode: beside other requests, a request's first chunk is this many of the "
-        "schedule's first chunks as one (1 = the schedule as it is): shared vocoder calls make each chunk later "
-        "than for a request alone, and a short first chunk's audio runs out before the next comes")
+        0, min=0, max=4096, doc="audio_decode: a request alone hears its first audio after this many codes, the first "
+        "chunk's window vocoded once and sent in two pieces (sooner first audio, a later second chunk); 0 = one piece")
     shared_first_codes: int = bounded(
-        0, min=0, max=4096, doc="audio_decode: beside other requests, a request's first chunk is this many codes "
-        "(0 = shared_first_chunks of the schedule's chunks); the chunk after it is the schedule's next after the "
-        "one it ends in. Sets the shared first chunk apart from the schedule a request alone gets")
-    largest_when_slow: bool = bounded(
-        False, doc="audio_decode: once a request's chunk took over twice as long to make as its audio lasts, its "
-        "next chunk is chunk_codes long: no size keeps a player fed then, and fewer windows re-read less context")
+        0, min=0, max=4096, doc="audio_decode: beside other requests, the first chunk is this many codes, so its "
+        "audio lasts until the shared vocoder makes the next (later than for a request alone); the schedule goes "
+        "on after the chunk it ends in. 0 = the schedule's own first chunk")
+    pace: Literal["schedule", "largest_when_slow", "slack"] = bounded(
+        "schedule", doc="audio_decode: how the scheduler sizes chunks after the first as it runs. schedule: the "
+        "card's sizes, whatever the clock. largest_when_slow: once a chunk took over twice its audio's length to "
+        "make (a listener hears gaps whatever the size), chunk_codes: fewer, longer gaps. slack: each chunk as "
+        "long as the audio the player holds pays for, between the first chunk and chunk_codes: no gap while "
+        "the machine is faster than real time, with as few chunks as that allows")
 
     def chunk_size(self, index: int) -> int:
         """Codes in chunk `index` (a result of 0 means one whole-utterance chunk): a small first chunk
@@ -92,11 +91,8 @@ class LoopSpec:
     def shared_first(self) -> tuple[int, int]:
         """Beside other requests, the first chunk: its codes, and how many of the schedule's chunks it reaches
         into (1: it is the schedule's own first chunk, nothing shared)."""
-        if not self.chunk_codes:
-            return 0, 1
-        if not self.shared_first_codes:
-            count = self.shared_first_chunks
-            return sum(self.chunk_size(i) for i in range(count)), count
+        if not self.chunk_codes or not self.shared_first_codes:
+            return self.chunk_size(0), 1
         count, start = 0, 0
         while start < self.shared_first_codes:  # each chunk of the schedule that starts inside it
             start, count = start + self.chunk_size(count), count + 1
@@ -240,14 +236,11 @@ def _check_chunks(loop, key: str, src: Located, issues: IssueList) -> None:
         why = (f"must be below the first chunk's {first} codes (first_chunk_codes, else chunk_codes)" if first else
                "needs chunk_codes above 0: chunk_codes 0 decodes the whole utterance as one chunk")
         issues.add(src.line(f"{key}.first_audio_codes"), f"{key}.first_audio_codes", why)
-    if loop.shared_first_codes:  # (with chunk_codes 0, one chunk: nothing is shared, as shared_first_chunks)
-        why = ("set shared_first_codes or shared_first_chunks, not both" if loop.shared_first_chunks > 1 else
-               f"must be above the first chunk's {first} codes (first_chunk_codes, else chunk_codes)"
-               if loop.shared_first_codes <= first else None)
-        if why:
-            issues.add(src.line(f"{key}.shared_first_codes"), f"{key}.shared_first_codes", why)
-    if loop.chunk_growth == "slack" and not (firsts and loop.chunk_codes):
-        issues.add(src.line(f"{key}.chunk_growth"), f"{key}.chunk_growth",
+    if loop.shared_first_codes and loop.shared_first_codes <= first:  # (chunk_codes 0: one chunk, nothing shared)
+        issues.add(src.line(f"{key}.shared_first_codes"), f"{key}.shared_first_codes",
+                   f"must be above the first chunk's {first} codes (first_chunk_codes, else chunk_codes)")
+    if loop.pace == "slack" and not (firsts and loop.chunk_codes):
+        issues.add(src.line(f"{key}.pace"), f"{key}.pace",
                    "slack needs first_chunk_codes and chunk_codes above 0 (the smallest and largest chunk)")
 
 

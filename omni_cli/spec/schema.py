@@ -6,6 +6,7 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from .errors import IssueList
@@ -184,6 +185,17 @@ def _scalar(tp: Any, value: Any, key: str, line: int | None, issues: IssueList, 
     return value
 
 
+_RETIRED: dict[type, dict[str, str]] = {}  # by dataclass: a key it no longer takes, and what to write instead
+
+
+def retired(**messages: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator: keys a dataclass once took, each refused with its message instead of "unknown key"."""
+    def declare(cls: type[T]) -> type[T]:
+        _RETIRED[cls] = messages
+        return cls
+    return declare
+
+
 def _dataclass(cls: type[T], value: Any, key: str, src: Located, issues: IssueList, *, whole: bool = False) -> Any:
     """`cls` from a mapping, or _MISSING when a field is missing or wrong (an unknown key is reported, not fatal).
 
@@ -200,6 +212,9 @@ def _dataclass(cls: type[T], value: Any, key: str, src: Located, issues: IssueLi
     for name in value:
         if name not in fields:
             child = f"{key}.{name}" if key else name
+            if name in _RETIRED.get(cls, {}):
+                issues.add(src.line(child), child, _RETIRED[cls][name])
+                continue
             known = f"expected one of: {', '.join(sorted(fields))}" if fields else "none are allowed here"
             issues.add(src.line(child), child, f"unknown key ({known})")
     for name, f in fields.items():

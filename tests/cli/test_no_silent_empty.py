@@ -87,7 +87,7 @@ def test_an_unwritable_trace_leaves_no_output_file(omni, home, trace):
 def test_a_trace_that_fails_before_any_audio_leaves_no_output_file(omni, home, monkeypatch):
     import errno
 
-    from omni_cli.cli.tracefile import TraceWriter
+    from omni_cli.cli.trace_file import TraceWriter
 
     class Full:
         def write(self, text):

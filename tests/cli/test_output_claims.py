@@ -83,13 +83,13 @@ def test_a_fifo_with_a_reader_gets_a_streaming_wav(spawn, home):
 
 
 def test_an_output_that_fails_to_open_removes_what_the_run_made(omni, home, monkeypatch):
-    from omni_cli.cli import tracefile
+    from omni_cli.cli import trace_file
     from omni_cli.cli.errors import CliError
 
     def refuse(self, record):
         raise CliError(f"cannot write {self.path}: Input/output error", 1)
 
-    monkeypatch.setattr(tracefile.TraceWriter, "write", refuse)
+    monkeypatch.setattr(trace_file.TraceWriter, "write", refuse)
     for args in (["-o", "new.wav"], ["--out-dir", "made/dir"]):
         result = omni("speak", "x", *args, "--trace", "t.jsonl", "-q")
         assert result.exit_code == 1 and "cannot write t.jsonl" in result.stderr

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from omni_cli.cli.timeline import lanes
-from omni_cli.cli.tracedigest import TraceDigest
-from omni_cli.cli.tracereader import iter_trace
+from omni_cli.cli.trace_digest import TraceDigest
+from omni_cli.cli.trace_reader import iter_trace
 
 
 def test_speak_in_worker_processes_writes_inline_s_bytes(omni, home):

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from omni_cli.cli.chrome import write_chrome
 from omni_cli.cli.errors import USAGE, CliError
-from omni_cli.cli.tracedigest import TraceDigest
-from omni_cli.cli.tracefile import TraceWriter
-from omni_cli.cli.tracereader import iter_trace
+from omni_cli.cli.trace_digest import TraceDigest
+from omni_cli.cli.trace_file import TraceWriter
+from omni_cli.cli.trace_reader import iter_trace
 
 UNIT = {"event": "work_unit", "request_id": "r1", "loop": "thinker_decode", "kind": "ar_token", "step": 0,
         "batch_size": 1, "start_s": 0.5, "dur_s": 0.001, "stage": 0}

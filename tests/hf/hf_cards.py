@@ -12,11 +12,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def greedy_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max: int = 80, chunk_codes: int = 0,
                 first_chunk_codes: int | None = None, first_audio_codes: int | None = None,
-                shared_first_chunks: int | None = None, vocoder: dict | None = None) -> Path:
+                shared_first_codes: int | None = None, vocoder: dict | None = None) -> Path:
     """Greedy with generate's repetition penalty (talker_do_sample=False keeps it), transformers 5.24's
     talker prefill, short caps; chunk_codes 0 = one whole-utterance chunk (what generate computes); the first
     chunk in one piece unless first_audio_codes is given, and the same chunks beside other requests as alone
-    unless shared_first_chunks is given, whatever the machine's speed (no largest_when_slow).
+    unless shared_first_codes is given, whatever the machine's speed (pace: schedule).
     vocoder: params over the card's (e.g. {"dit_num_steps": 4} where ours is only compared with ours; the DiT runs
     and BigVGAN eager unless it gives {"dit_ahead_of_time": True} or {"bigvgan_ahead_of_time": True})."""
     card = yaml.safe_load((ROOT / "cards" / "qwen2_5_omni.yaml").read_text())
@@ -27,10 +27,9 @@ def greedy_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max
     loops["talker_decode"]["sampling"] = {"temperature": 0.0, "repetition_penalty": 1.05}
     loops["vocoder"]["chunk_codes"] = chunk_codes
     # chunk sizes that do not hang on how fast this machine is at the moment
-    for key in ("shared_first_codes", "largest_when_slow"):
-        loops["vocoder"].pop(key, None)
+    loops["vocoder"]["pace"] = "schedule"
     for key, value in (("first_chunk_codes", first_chunk_codes), ("first_audio_codes", first_audio_codes),
-                       ("shared_first_chunks", shared_first_chunks)):
+                       ("shared_first_codes", shared_first_codes)):
         loops["vocoder"].pop(key, None)
         if value is not None:
             loops["vocoder"][key] = value

@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 from omni_cli.api import load  # noqa: E402
 from omni_cli.backends.hf.rows import usable_cores  # noqa: E402
 from omni_cli.bench import reference_suite, targets  # noqa: E402
-from omni_cli.cli.bench_cmd import threads_line  # noqa: E402
+from omni_cli.cli.bench import threads_line  # noqa: E402
 
 
 def test_reference_suite_compares_with_generate_and_its_targets_are_its_own_ratios(tiny_checkpoint, monkeypatch):

@@ -1,4 +1,4 @@
-"""`chunk_growth: slack` on the tiny checkpoint: whatever sizes the machine's speed gives the chunks, the
+"""`pace: slack` on the tiny checkpoint: whatever sizes the machine's speed gives the chunks, the
 audio stays within the stated 60 dB SNR of one whole-utterance chunk, and the tokens are the same."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from test_hf_token2wav import MIN_SNR_DB, snr_db  # noqa: E402
 
 from omni_cli.api import load  # noqa: E402
 from omni_cli.engine import Engine  # noqa: E402
-from omni_cli.loops.audio_decode import AudioDecodeLoop  # noqa: E402
+from omni_cli.engine.pacing import Pacer  # noqa: E402
 from omni_cli.spec.request import SpeakRequest  # noqa: E402
 
 CODES = 120
@@ -34,9 +34,10 @@ def _program(directory, checkpoint, **vocoder_loop):
 
 
 def _run(program, monkeypatch, step_s: float):
-    """One request, on a clock that moves `step_s` each time the loop reads it: a fast or a slow machine."""
+    """One request, on a clock that moves `step_s` each time the scheduler's pacing reads it: a fast or a slow
+    machine."""
     ticks = itertools.count()
-    monkeypatch.setattr(AudioDecodeLoop, "clock", staticmethod(lambda: next(ticks) * step_s))
+    monkeypatch.setattr(Pacer, "clock", staticmethod(lambda: next(ticks) * step_s))
     vocoder, chunks = program.roles["vocoder"], []
     run = vocoder.run
     monkeypatch.setattr(vocoder, "run", lambda kind, inputs: chunks.extend((i.start, i.end) for i in inputs)
@@ -52,7 +53,7 @@ def test_slack_chunks_stay_within_the_stated_snr_of_the_whole_utterance(tmp_path
     whole = _program(tmp_path / "whole", tiny_checkpoint, chunk_codes=0)
     reference = Engine(whole).submit(SpeakRequest("hello there", mode="chat", voice="Chelsie", seed=3),
                                      collect=True).result()
-    slack = _program(tmp_path / "slack", tiny_checkpoint, chunk_codes=400, first_chunk_codes=24, chunk_growth="slack")
+    slack = _program(tmp_path / "slack", tiny_checkpoint, chunk_codes=400, first_chunk_codes=24, pace="slack")
     result, chunks = _run(slack, monkeypatch, step_s)
     assert result.tokens == reference.tokens
     sizes = [end - start for start, end in chunks]

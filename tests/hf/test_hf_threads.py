@@ -17,7 +17,7 @@ import hf_cards  # noqa: E402
 from omni_cli.api import load, load_checked  # noqa: E402
 from omni_cli.backends.hf.dit import WindowVelocity  # noqa: E402
 from omni_cli.backends.hf.threads import DEFAULT_THREADS, Threads, choose_threads, intra_op_threads  # noqa: E402
-from omni_cli.cli.tracefile import run_record  # noqa: E402
+from omni_cli.cli.trace_file import run_record  # noqa: E402
 from omni_cli.engine import Engine  # noqa: E402
 from omni_cli.spec import SpecError  # noqa: E402
 from omni_cli.spec.request import SpeakRequest  # noqa: E402

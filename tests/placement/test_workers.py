@@ -15,6 +15,7 @@ import pytest
 from test_placement_runs import MIX, deadline, run
 from test_placement_spec import NAMES, card_with, messages
 
+from omni_cli.backends.base import StepInput
 from omni_cli.engine import Engine
 from omni_cli.engine.executor import BatchOutcome
 from omni_cli.engine.executors import close_executors, make_executors, placement_of
@@ -104,7 +105,7 @@ class _State:
         self.tag = tag
 
 
-class _Input:
+class _Input(StepInput):
     state_field = "state"
 
     def __init__(self, state):

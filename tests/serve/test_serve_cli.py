@@ -87,7 +87,7 @@ def test_ctrl_c_in_the_warm_up_takes_its_note_back_on_a_terminal(monkeypatch):
 
     import pytest
 
-    from omni_cli.cli import serve_cmd, session
+    from omni_cli.cli import serve, session
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -103,7 +103,7 @@ def test_ctrl_c_in_the_warm_up_takes_its_note_back_on_a_terminal(monkeypatch):
     installed = []
     monkeypatch.setattr(signal, "signal", lambda signum, handler: installed.append((signum, handler)))
     with pytest.raises(KeyboardInterrupt):
-        serve_cmd.serve(port=0)
+        serve.serve(port=0)
     assert err.getvalue() == "omni serve: warming up (one utterance nobody hears)...\r\x1b[K"
     # Ctrl-C raises KeyboardInterrupt there (the start-up handler would end the process mid-line)
     assert installed == [(signal.SIGINT, signal.default_int_handler)]

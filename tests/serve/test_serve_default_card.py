@@ -8,7 +8,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from omni_cli.cli import serve_cmd, session
+from omni_cli.cli import serve, session
 from omni_cli.cli.app import app
 from omni_cli.defaults import CARD_ENV, DEFAULT_CARD
 
@@ -56,8 +56,8 @@ def test_omni_card_and_card_option_are_honoured_alike(started):
 def test_serve_speak_and_trace_share_one_default():
     import inspect
 
-    from omni_cli.cli import speak, trace_cmd
+    from omni_cli.cli import speak, trace
 
     defaults = {name: inspect.signature(fn).parameters["card"].default
-                for name, fn in (("serve", serve_cmd.serve), ("speak", speak.speak), ("trace", trace_cmd.run))}
+                for name, fn in (("serve", serve.serve), ("speak", speak.speak), ("trace", trace.run))}
     assert set(defaults.values()) == {DEFAULT_CARD}, defaults

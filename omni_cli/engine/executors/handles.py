@@ -16,6 +16,8 @@ import weakref
 from collections import deque
 from typing import Any
 
+from ...backends.base import StepInput
+
 
 def drain(released: deque[int]) -> list[int]:
     """Everything appended so far, in order, taken out: popleft one by one, since finalizers on other threads
@@ -51,8 +53,9 @@ class FirstUse:
 
 
 def state_field(item: Any) -> str | None:
-    """The name of the field that holds a step input's per-request state (None: the input has none)."""
-    return getattr(type(item), "state_field", None)
+    """The name of the field that holds a step input's per-request state (None: the input has none); inputs
+    that carry none need not be StepInputs (a sentence's text, a frames chunk)."""
+    return item.state_field if isinstance(item, StepInput) else None
 
 
 class StateTracker:

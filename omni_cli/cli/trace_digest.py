@@ -37,7 +37,7 @@ class TraceDigest:
 
     @classmethod
     def of(cls, records: Iterable[tuple[str, dict[str, Any]]]) -> TraceDigest:
-        """From (`FILE:LINE`, record) pairs (tracereader.iter_trace), each already checked."""
+        """From (`FILE:LINE`, record) pairs (trace_reader.iter_trace), each already checked."""
         digest = cls()
         for where, record in records:
             digest.add(where, record)

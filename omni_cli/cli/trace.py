@@ -49,7 +49,7 @@ def run(
     from .live import RunView
     from .outputs import plan_outputs
     from .session import ModelOptions
-    from .tracefile import Recorder
+    from .trace_file import Recorder
 
     if output == "-":
         raise typer.BadParameter("stdout carries the timeline; give a file", param_hint="-o")
@@ -70,8 +70,8 @@ def run(
 @app.command("show", epilog=examples.TRACE_SHOW)
 def show(file: Annotated[str, typer.Argument(metavar="FILE", help="A trace written by --trace.")]) -> None:
     """Draw a saved trace (JSON Lines from `--trace`) the way `omni trace TEXT` does."""
-    from .tracedigest import TraceDigest
-    from .tracereader import iter_trace
+    from .trace_digest import TraceDigest
+    from .trace_reader import iter_trace
 
     render_digest(TraceDigest.of(iter_trace(file)))
 
@@ -88,8 +88,8 @@ def export(
     on a track never overlap)."""
     from .chrome import write_chrome
     from .errors import CliError
-    from .tracedigest import TraceDigest
-    from .tracereader import iter_trace
+    from .trace_digest import TraceDigest
+    from .trace_reader import iter_trace
 
     if not chrome:
         raise CliError("choose a format: --chrome")

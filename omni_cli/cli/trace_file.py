@@ -78,7 +78,7 @@ class Recorder:
     """Takes every trace event into a digest, for `omni trace TEXT` to draw."""
 
     def __init__(self) -> None:
-        from .tracedigest import TraceDigest
+        from .trace_digest import TraceDigest
 
         self.digest = TraceDigest()
 

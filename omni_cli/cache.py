@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 CACHE_ENV = "OMNI_CLI_CACHE"
@@ -102,6 +101,8 @@ def _digest_of(data: bytes) -> str:
 
 def _write_whole(path: Path, data: bytes, mode: int = 0o600) -> None:
     """`data` at `path`: a temporary file in the same folder, flushed to disk, then renamed over it."""
+    import tempfile  # only writers pay for it: `omni --help` reads the cache
+
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".partial-")
     try:
         with os.fdopen(handle, "wb") as out:

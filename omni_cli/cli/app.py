@@ -10,6 +10,7 @@ from typer.core import TyperGroup
 
 from . import bench, catalog, chat, examples, rollout, serve, speak, trace
 from .errors import SIGINT_EXIT, USAGE, classify, one_line
+from .lean import version_line
 from .report import error_line
 
 HELP = """omni: a step-level runtime for omni speech models (thinker -> talker -> vocoder).
@@ -107,6 +108,21 @@ def run(click_main, argv: list[str], prog_name: str, debug: bool, **extra) -> in
 app = typer.Typer(cls=OmniGroup, help=HELP, epilog=examples.ROOT, rich_markup_mode=None, no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                       help="Print omni's version and exit.")) -> None:
+    # the root's own options; `omni --version` alone is answered by lean.py, with the same line
+    pass
+
+
 app.command("speak", help=speak.HELP, epilog=examples.SPEAK, no_args_is_help=False)(speak.speak)
 app.command("chat", help=chat.HELP, epilog=examples.CHAT, no_args_is_help=False)(chat.chat)
 app.add_typer(trace.app, name="trace")

@@ -28,34 +28,19 @@ def say(text: str) -> None:
 
 def columns(rows: list[tuple[str, ...]], indent: str = "", block=None) -> None:
     """Rows of file text, made inert, fitted to the terminal (one line per row to a pipe)."""
-    from .fit import as_block, fit_columns, terminal_width
+    from .fit import terminal_width
+    from .lean import table_lines
 
-    rows = [tuple(inert(c) for c in row) for row in rows]
-    for line in fit_columns(rows, terminal_width(), indent, block or as_block):
+    for line in table_lines(rows, terminal_width(), indent, block):
         typer.echo(line)
 
 
 @cards.command("list", epilog=examples.CARDS_LIST)
 def cards_list() -> None:
     """List the shipped cards: name, backend, voices, description; the default is marked."""
-    import os
+    from .lean import card_rows  # `omni cards list` itself is answered by lean.py, from these rows kept
 
-    from ..defaults import CARD_ENV, DEFAULT_CARD
-    from ..program import list_files, load_card_file
-    from ..spec import SpecError
-
-    default = os.environ.get(CARD_ENV) or DEFAULT_CARD
-    rows = [("NAME", "BACKEND", "VOICES", "DESCRIPTION")]
-    for path in list_files("cards"):
-        try:
-            card = load_card_file(str(path))
-        except SpecError as exc:
-            rows.append((path.stem, "?", "?", f"(invalid: {exc}; see `omni cards validate {path.stem}`)"))
-            continue
-        backends = ",".join(sorted({c.backend for c in card.components.values()}))
-        name = f"{path.stem} (default)" if path.stem == default else path.stem
-        rows.append((name, backends, ",".join(card.voices) or "-", card.description))
-    columns(rows)
+    columns(card_rows()[0])
 
 
 @cards.command("show", epilog=examples.CARDS_SHOW)

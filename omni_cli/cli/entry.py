@@ -1,9 +1,11 @@
-"""The `omni` entry point: quiet signal handling from the first instant, then the typer app."""
+"""The `omni` entry point: quiet signal handling from the first instant, then the typer app (or, for
+`omni --help`, `--version` and `cards list`, their answer kept from it: lean.py)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 
 
 def _exit_at_start_up(signum, frame) -> None:
@@ -15,6 +17,14 @@ def _exit_at_start_up(signum, frame) -> None:
 def main() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _exit_at_start_up)
+    from .lean import serve
+
+    try:
+        code = serve(sys.argv[1:])
+    except Exception:  # noqa: BLE001 - the full CLI says what is wrong, in its one line
+        code = None
+    if code is not None:
+        sys.exit(code)
     from .app import main as app_main
 
     app_main()

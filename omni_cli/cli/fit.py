@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import textwrap
 from collections.abc import Callable
@@ -18,13 +17,19 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
     pipe or file (one line per row)."""
     stream = sys.stdout if stream is None else stream
     if "COLUMNS" in os.environ:
-        return max(shutil.get_terminal_size().columns, 20)
+        return _shutil_width()
     if not stream.isatty():
         return None
     try:  # (shutil asks stdout's terminal, which may be a pipe while this stream is a terminal)
         return max(os.get_terminal_size(stream.fileno()).columns, 20)
     except (OSError, ValueError):
-        return max(shutil.get_terminal_size().columns, 20)
+        return _shutil_width()
+
+
+def _shutil_width() -> int:
+    import shutil  # here, not at the top: shutil imports more than `omni cards list` may spend
+
+    return max(shutil.get_terminal_size().columns, 20)
 
 
 def as_block(row: tuple[str, ...]) -> list[str]:

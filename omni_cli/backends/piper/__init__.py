@@ -47,7 +47,7 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
     threads = settings.num_threads
     acoustic_params, decoder_params = params[by_role["acoustic"]], params[by_role["vocoder"]]
     sizes = len(parts.acoustic), len(parts.decoder)
-    sessions = session(parts.acoustic, threads), session(parts.decoder, threads)
+    sessions = session(parts.acoustic, threads, parts.optimized), session(parts.decoder, threads, parts.optimized)
     del parts  # the graphs' bytes go before the lexicon and its readers load
     return {
         by_role["acoustic"]: PiperAcoustic(by_role["acoustic"], sessions[0], channels, sizes[0], acoustic_params,

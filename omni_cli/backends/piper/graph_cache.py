@@ -33,6 +33,7 @@ class SplitGraphs:
     channels: int  # channels of a latent frame
     samples_per_frame: int
     note: str | None = None  # one line when the cache could not be used
+    optimized: bool = False  # each part as `sessions.optimized` made it (sessions on it skip that work)
 
 
 def split_graphs(model_path: Path) -> SplitGraphs:
@@ -97,7 +98,7 @@ def read(folder: Path) -> SplitGraphs | None:
         channels, hop = int(meta["channels"]), int(meta["samples_per_frame"])
     except (ValueError, KeyError, TypeError):
         return None
-    return SplitGraphs(found["acoustic.onnx"], found["decoder.onnx"], channels, hop)
+    return SplitGraphs(found["acoustic.onnx"], found["decoder.onnx"], channels, hop, optimized=True)
 
 
 def write(folder: Path, parts: SplitGraphs) -> None:
@@ -116,4 +117,4 @@ def build(model_path: Path, optimize: bool = False) -> SplitGraphs:
     parts = [graph.acoustic_graph(model).SerializeToString(), graph.decoder_graph(model).SerializeToString()]
     if optimize:
         parts = [optimized(part) for part in parts]
-    return SplitGraphs(*parts, graph.frame_channels(model), graph.samples_per_frame(model))
+    return SplitGraphs(*parts, graph.frame_channels(model), graph.samples_per_frame(model), optimized=optimize)

@@ -28,9 +28,11 @@ class GruutText:
 
     def __init__(self, lang: str):
         from .deferred import defer
+        from .text_graph import gruut_on_text_graphs
 
         defer()  # dateparser: imported when a text needs it, not with gruut
-        from gruut.text_processor import TextProcessor
+        with gruut_on_text_graphs():  # and networkx's algorithms never
+            from gruut.text_processor import TextProcessor
 
         self._processor = TextProcessor(default_lang=lang, model_prefix="")
         self.lexicon_bytes = index_lookups(self._processor.get_settings(lang))

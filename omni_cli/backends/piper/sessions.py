@@ -6,20 +6,26 @@ import tempfile
 from pathlib import Path
 
 
-def _options(num_threads: int):
+def _options(num_threads: int, optimized: bool = False):
     import onnxruntime as ort  # lazy, as every import of this backend
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = num_threads  # 0: onnxruntime's choice (one per core)
     options.log_severity_level = 3  # its warnings about unused initializers are ours to know, not the user's
+    # between runs its threads sleep rather than spin: a spinning thread holds a core that the engine's own
+    # thread (the text front end, the writer) is waiting for
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if optimized:  # as `optimized()` kept it: not optimized again at each start
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return options
 
 
-def session(model: bytes, num_threads: int):
-    """A CPU session on a serialized ONNX graph (which it does not keep: the caller's bytes can go)."""
+def session(model: bytes, num_threads: int, optimized: bool = False):
+    """A CPU session on a serialized ONNX graph (which it does not keep: the caller's bytes can go);
+    `optimized`: the graph is one `optimized()` made."""
     import onnxruntime as ort
 
-    made = ort.InferenceSession(model, _options(num_threads), providers=["CPUExecutionProvider"])
+    made = ort.InferenceSession(model, _options(num_threads, optimized), providers=["CPUExecutionProvider"])
     # onnxruntime's Python wrapper holds on to the bytes only to remake the session if its providers are
     # changed, which we never do; the voice's graph would otherwise stay in memory twice
     if getattr(made, "_model_bytes", None) is model:
@@ -29,8 +35,8 @@ def session(model: bytes, num_threads: int):
 
 def optimized(model: bytes) -> bytes:
     """The graph as onnxruntime's CPU provider rewrites it before running (constants folded, nodes fused), so a
-    session made on it later starts without redoing that work. Its layout rewrites, which depend on the machine,
-    are left to each session."""
+    session made on it later (`session(..., optimized=True)`) starts without redoing that work. Its layout
+    rewrites, which depend on the machine, are not kept, and not made by those sessions either."""
     import onnxruntime as ort
 
     options = _options(1)

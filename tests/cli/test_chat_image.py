@@ -91,4 +91,4 @@ def test_a_card_that_cannot_see_says_so(omni, home):
     assert stderr_lines(result.stderr) == ["omni: error: card 'qwen2_5_omni_toy' cannot see (it has no image encoder); pass a "
                                     "card that can, e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR"]
     piper = omni("chat", "-c", "piper_joe", "--image", "a.png", "hi")  # the default voice neither listens nor sees
-    assert piper.exit_code == 2 and "cannot listen" in stderr_lines(piper.stderr)[0]
+    assert piper.exit_code == 2 and "card 'piper_joe' cannot see" in stderr_lines(piper.stderr)[0]

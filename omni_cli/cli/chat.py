@@ -85,8 +85,8 @@ def check_senses(card: str, overrides: dict, sees: bool) -> None:
     spec = load_card_file(card, overrides)
     for wanted, capability, tower in ((sees, "see", "image"), (True, "listen", "audio")):  # what was asked first
         if wanted and capability not in spec.capabilities:
-            raise CliError(f"card {spec.model!r} cannot {capability} (it has no {tower} encoder); pass a card that can, "
-                           "e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
+            raise CliError(f"card {spec.model!r} cannot {capability} (it has no {tower} encoder); pass a card that "
+                           "can, e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
 
 
 def seen(paths: list[str]) -> tuple:

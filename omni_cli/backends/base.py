@@ -13,6 +13,7 @@ AR_PREFILL = "ar_prefill"
 AR_TOKEN = "ar_token"
 AUDIO_CHUNK = "audio_chunk"
 AUDIO_BLOCK = "audio_block"  # one block of the audio encoder: the input speech it covers, encoded
+IMAGE = "image"  # one picture through the vision encoder, whole (its full-attention layers see every patch)
 
 
 class BackendUnavailable(RuntimeError):
@@ -57,11 +58,39 @@ class ThinkerPrompt:
 
 @dataclass
 class ListenPrompt:
-    """A chat turn around heard audio: `before_ids`, the audio's rows (each position `audio_id`), `after_ids`."""
+    """A chat turn around seen images and heard audio: `pieces` of ids with a media slot between each two, in
+    order (`slots`: "image" for each picture, then "audio"); a slot's positions are its encoder's rows, each
+    position the placeholder `image_id` or `audio_id`. Without images: before_ids, the audio, after_ids."""
 
     before_ids: list[int]
     after_ids: list[int]
     audio_id: int  # the placeholder token of an audio position (its row comes from the audio encoder)
+    image_id: int = -1  # ... of an image position (its row comes from the image encoder)
+    pieces: list[list[int]] | None = None  # None: [before_ids, after_ids] around one audio slot (or none)
+    slots: list[str] | None = None
+
+    def layout(self) -> tuple[list[list[int]], list[str]]:
+        """(pieces, slots), len(pieces) == len(slots) + 1."""
+        if self.pieces is not None:
+            return self.pieces, list(self.slots or [])
+        return [self.before_ids, self.after_ids], ["audio"]
+
+
+@dataclass
+class ImageInput:
+    """One request's picture for the image encoder: a SeenImage (audio/seen.py), the request's `index`-th."""
+
+    image: Any
+    index: int
+
+
+@dataclass
+class ImageRows:
+    """An image's rows as the thinker's input, and their grid in thinker positions (t, h, w): t * h * w rows,
+    in row-major order; a thinker with multimodal RoPE places row (i, j, k) at position offsets (i, j, k)."""
+
+    rows: Any  # [t * h * w, thinker width] (backend-native array)
+    grid: tuple[int, int, int]
 
 
 class StepInput:
@@ -218,8 +247,8 @@ class ThinkerModel(ARModel, Protocol):
         instructions has a third argument, `instructions` (str or None)."""
         ...
 
-    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
-        """A chat turn that may hold heard audio: the ids before and after the audio's rows."""
+    def listen_prompt(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
+        """A chat turn that may hold seen images and heard audio: the ids around their rows."""
         ...
 
     def join_rows(self, parts: list[Any]) -> Any:
@@ -285,6 +314,22 @@ class AudioEncoderModel(Component, Protocol):
         ...
 
     def step_bytes(self, num_samples: int) -> int: ...
+
+
+class ImageEncoderModel(Component, Protocol):
+    """A vision tower: one picture per WorkUnit, encoded whole (an IMAGE step returns ImageRows)."""
+
+    max_images: int  # the most pictures one request may carry
+
+    def rows_for(self, width: int, height: int) -> tuple[int, int, int]:
+        """The grid (t, h, w) of thinker positions a picture of that size becomes."""
+        ...
+
+    def max_rows(self) -> int:
+        """Thinker positions the largest picture takes (sizes a request at admission)."""
+        ...
+
+    def step_bytes(self, width: int, height: int) -> int: ...
 
 
 class VocoderModel(Component, Protocol):

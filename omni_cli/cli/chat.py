@@ -13,7 +13,7 @@ from . import options as o
 from .errors import CliError
 from .report import exit_with
 
-HELP = """Answer one turn, spoken (--audio) and/or written (TEXT), in text and speech.
+HELP = """Answer one turn, spoken (--audio), pictured (--image) and/or written (TEXT), in text and speech.
 
 \b
 --audio FILE: WAV, FLAC or OGG at any rate and channel count (mixed to mono,
@@ -24,11 +24,13 @@ so the answer starts soon after the speaker stops.
 The card must listen (`omni cards show NAME`: capability listen); the
 default voice (piper_joe) does not. Output, --json, --trace and the exit
 status are as for `omni speak`; Ctrl-C stops waiting for more audio.
+--image FILE (repeatable): a PNG or JPEG the thinker sees before the audio
+and the text; the card must see (capability see).
 
 \b
   omni chat --card qwen2_5_omni_toy --audio question.wav -o answer.wav
   arecord -r 16000 -f S16_LE | omni chat -c qwen2_5_omni_toy -a - -o - | aplay
-  omni chat -c qwen2_5_omni --model-path DIR -a q.flac "Be brief." --json
+  omni chat -c qwen2_5_omni_toy --image photo.png "What is in the picture?"
 """
 
 
@@ -36,6 +38,8 @@ def chat(
     text: Annotated[str | None, typer.Argument(help="The turn's text (with --audio: said after the audio).")] = None,
     audio: Annotated[str | None, typer.Option("--audio", "-a", metavar="FILE|-", rich_help_panel=o.REQUEST,
                                                  help="The spoken question: an audio file, or - for a WAV stream on stdin.")] = None,
+    image: Annotated[list[str] | None, typer.Option("--image", "-i", metavar="FILE", rich_help_panel=o.REQUEST,
+                                                    help="A picture to see (PNG or JPEG); repeat for more.")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE|-", rich_help_panel=o.OUTPUT,
                                                   help="The answer's audio file, or - for stdout.")] = None,
     fmt: Annotated[o.Format | None, typer.Option("--format", rich_help_panel=o.OUTPUT,
@@ -56,15 +60,16 @@ def chat(
     from .outputs import plan_outputs
     from .session import ModelOptions
 
-    if audio is None and (text is None or not text.strip()):
-        raise CliError("nothing to answer: pass --audio FILE (or - for stdin) and/or TEXT")
+    if audio is None and not image and (text is None or not text.strip()):
+        raise CliError("nothing to answer: pass --audio FILE (or - for stdin), --image FILE and/or TEXT")
     overrides = o.overrides(set_)
-    chat_program = check_listens(card, overrides)
+    chat_program = check_senses(card, overrides, bool(image))
+    images = seen(image or [])
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program or chat_program, policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
     source = heard(audio)
-    request = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), audio=source)
+    request = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), audio=source, images=images)
     job = SpeakJob(text or "", model, request, plan, 1, trace, quiet, False, allow_truncation=allow_truncation,
                    on_stop=None if source is None else source.end)  # Ctrl-C: stop waiting for more audio
     outcome, _, view = run_job(job)
@@ -73,15 +78,27 @@ def chat(
     exit_with(outcome)
 
 
-def check_listens(card: str, overrides: dict) -> str:
-    """A card that cannot listen is refused in one line, before anything loads; else the program it chats with."""
+def check_senses(card: str, overrides: dict, sees: bool) -> str:
+    """A card that cannot listen (as the chat program needs) or, given --image, see: one line, before any load;
+    else the program the card chats with."""
     from ..program.catalog import load_card_file
 
     spec = load_card_file(card, overrides)
-    if "listen" not in spec.capabilities:
-        raise CliError(f"card {spec.model!r} cannot listen (it has no audio encoder); pass a card that can, "
-                       "e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
+    for wanted, capability, tower in ((sees, "see", "image"), (True, "listen", "audio")):  # what was asked first
+        if wanted and capability not in spec.capabilities:
+            raise CliError(f"card {spec.model!r} cannot {capability} (it has no {tower} encoder); pass a card that "
+                           "can, e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
     return spec.defaults.chat_program
+
+
+def seen(paths: list[str]) -> tuple:
+    """The --image files, decoded (PNG or JPEG); a bad one is refused in one line before anything loads."""
+    from ..audio.seen import ImageInputError, read_image
+
+    try:
+        return tuple(read_image(p) for p in paths)
+    except ImageInputError as exc:
+        raise CliError(f"--image: {exc}") from None
 
 
 def heard(audio: str | None):

@@ -134,9 +134,14 @@ class CompiledProgram:
             how = "can, with program chat" if "listen" in self.card.capabilities else "cannot listen"
             raise SpecError([SpecIssue("<request>", None, "audio", f"program {self.program.program!r} does not "
                                        f"listen (card {self.card.model!r} {how})")])
+        if request.images and "images" not in self.program.inputs:  # never seen and silently dropped
+            how = "can, with program chat" if "see" in self.card.capabilities else "cannot see"
+            raise SpecError([SpecIssue("<request>", None, "images", f"program {self.program.program!r} does not "
+                                       f"see (card {self.card.model!r} {how})")])
         ctx = RequestContext(request_id, request, self.card, roles or self.roles,
                              request.mode or self.card.defaults.mode, voice, emit)
-        slots: dict[str, Any] = {"text": request.text, "audio": request.audio}  # keep REQUEST_SLOTS in step
+        slots: dict[str, Any] = {"text": request.text, "audio": request.audio,  # keep REQUEST_SLOTS in step
+                                 "images": request.images}
         states: list[tuple[Loop, LoopState]] = []
         self._check_speed(request)
         loop_request = LoopRequest(request_id, request.seed, voice, request.speed or 1.0)

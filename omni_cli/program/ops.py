@@ -64,6 +64,8 @@ SLOT_KINDS = {
     "frame_feed": "the input of a frame_decode loop",
     "audio": "the request's audio (an AudioSource, or none)",
     "audio_rows": "the blocks an audio_encode loop publishes, encoded as the thinker's input rows",
+    "images": "the request's pictures (SeenImage, possibly none)",
+    "image_rows": "the pictures an image_encode loop publishes, encoded as the thinker's input rows",
 }
 
 
@@ -95,21 +97,23 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
     return ThinkerFeed(prompt, end, ctx.request.max_tokens)
 
 
-@_op("tokenize_turn", reads=("text", "audio_rows@audio_encoder"), makes="ar_feed@thinker", handoff=True)
+@_op("tokenize_turn", reads=("text", "audio_rows@audio_encoder", "image_rows@image_encoder"),
+     makes="ar_feed@thinker", handoff=True)
 def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFeed:
-    """A chat turn: the text and the heard audio (its encoded blocks, as they come) → the thinker's prompt."""
-    text, heard = inputs
-    has_audio = ctx.request.audio is not None
+    """A chat turn: the text, the seen pictures and the heard audio (encoded as they come) → the thinker's prompt."""
+    text, heard, seen = inputs
+    has_audio, num_images = ctx.request.audio is not None, len(ctx.request.images)
     if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
-        if has_audio:
-            raise SpecError([SpecIssue("<request>", None, "mode", "echo speaks the text: heard audio needs chat mode")])
+        if has_audio or num_images:
+            raise SpecError([SpecIssue("<request>", None, "mode",
+                                       "echo speaks the text: heard audio and seen images need chat mode")])
         return tokenize(ctx, [text], mode)
-    if text.strip() or not has_audio:  # a spoken question may come without text; a turn with neither is empty
+    if text.strip() or not (has_audio or num_images):  # a spoken or pictured question may come without text
         text = clean_text(text, ctx.card.limits.max_text_chars)
-    encoder = ctx.roles["audio_encoder"]
-    prompt = ctx.roles["thinker"].listen_prompt(text.strip(), has_audio)
+    encoder, eyes = ctx.roles["audio_encoder"], ctx.roles["image_encoder"]
+    prompt = ctx.roles["thinker"].listen_prompt(text.strip(), has_audio, num_images)
     return ListenFeed(prompt, heard if has_audio else None, mode, encoder.tokens_for(encoder.max_samples),
-                      ctx.request.max_tokens)
+                      ctx.request.max_tokens, seen if num_images else None, eyes.max_rows())
 
 
 @_op("emit_text", reads=("ar_stream@thinker",), makes=None, counts="text_tokens")

@@ -24,6 +24,7 @@ class SpeakRequest:
     speed: float | None = None  # sentence voices: 2.0 speaks twice as fast (VITS length scale 1/2); None: 1.0
     instructions: str | None = None  # how to speak, for a thinker that takes them (Qwen: joins its system prompt)
     audio: Any = None  # heard speech (an audio.AudioSource, possibly still arriving), for a program that listens
+    images: tuple = ()  # seen pictures (audio.seen.SeenImage, in order), for a program that sees
 
     def __post_init__(self) -> None:
         """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""
@@ -46,6 +47,8 @@ class SpeakRequest:
             problems.append(("voice", f"expected a voice name or None, got {self.voice!r}"))
         if self.instructions is not None and not isinstance(self.instructions, str):
             problems.append(("instructions", f"expected a string or None, got {type(self.instructions).__name__}"))
+        if not isinstance(self.images, tuple):
+            problems.append(("images", f"expected a tuple of images, got {type(self.images).__name__}"))
         if self.request_id is not None and (not isinstance(self.request_id, str) or not self.request_id):
             problems.append(("request_id", f"expected a non-empty string or None, got {self.request_id!r}"))
         if problems:

@@ -7,6 +7,7 @@ from typing import Any
 from omni_cli.backends.base import ListenPrompt, ThinkerPrompt
 
 AUDIO_TOKENS = ("<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>")  # Qwen2.5-Omni's processor: bos, N x AUDIO, eos
+IMAGE_TOKENS = ("<|vision_bos|>", "<|IMAGE|>", "<|vision_eos|>")  # ... and bos, N x IMAGE, eos for a picture
 
 CHAT = "chat"
 ECHO = "echo"
@@ -41,19 +42,29 @@ class PromptBuilder:
             return ThinkerPrompt(prefill_ids=self._chat_ids(self.echo_instruction + text, system), forced_ids=forced)
         raise ValueError(f"unknown prompt mode {mode!r} (chat | echo)")
 
-    def listen(self, text: str, has_audio: bool) -> ListenPrompt:
-        """A chat turn whose user message holds the heard audio first, then `text` (the processor's order for an
-        audio part before a text part): the ids either side of the audio's <|AUDIO|> positions."""
-        if not has_audio:
+    def listen(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
+        """A chat turn whose user message holds the seen pictures, then the heard audio, then `text` (the
+        processor's order for image parts, an audio part, a text part): the ids around their placeholders."""
+        if not has_audio and not num_images:
             return ListenPrompt(self._chat_ids(text), [], -1)
-        ids = [self.special_id(t) for t in self.audio_tokens]
-        missing = [t for t, i in zip(self.audio_tokens, ids, strict=True) if i is None]
+        audio_id = self.require(self.audio_tokens, "take audio")[1] if has_audio else -1
+        image_id = self.require(IMAGE_TOKENS, "see")[1] if num_images else -1
+        slots = ["image"] * num_images + (["audio"] if has_audio else [])
+        opens = {"image": IMAGE_TOKENS[0], "audio": self.audio_tokens[0]}
+        closes = {"image": IMAGE_TOKENS[2], "audio": self.audio_tokens[2]}
+        head, tail = self._chat_text("\x00").split("\x00")  # the user's content goes between
+        texts = [head + opens[slots[0]], *(closes[a] + opens[b] for a, b in zip(slots, slots[1:])),
+                 closes[slots[-1]] + text + tail]
+        pieces = [self._plain_ids(piece, allow_special=True) for piece in texts]
+        return ListenPrompt(pieces[0], pieces[-1], audio_id, image_id, pieces, slots)
+
+    def require(self, tokens: tuple[str, ...], what: str) -> list[int]:
+        """The ids of `tokens`; a tokenizer without one of them is refused in one line naming them."""
+        ids = [self.special_id(t) for t in tokens]
+        missing = [t for t, i in zip(tokens, ids, strict=True) if i is None]
         if missing:
-            raise ValueError(f"the checkpoint's tokenizer has no {', '.join(missing)}: it cannot take audio")
-        opening, marker, closing = self.audio_tokens
-        before, after = self._chat_text(f"{opening}{marker}{closing}{text}").split(marker)
-        return ListenPrompt(self._plain_ids(before, allow_special=True), self._plain_ids(after, allow_special=True),
-                            ids[1])
+            raise ValueError(f"the checkpoint's tokenizer has no {', '.join(missing)}: it cannot {what}")
+        return ids
 
     def decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ListenPrompt, ThinkerModel, ThinkerPrompt
+from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ImageRows, ListenPrompt, ThinkerModel, ThinkerPrompt
 from .decoder import Decoder
 from .nn import WeightSource, linear
 from .params import ThinkerParams
@@ -14,6 +14,7 @@ BOS, EOS, PAD, SPEAK, CHAT = 256, 257, 258, 259, 260
 VOCAB_SIZE = 261
 # heard audio: a position per encoded row, between two markers; never sampled (the head stops at VOCAB_SIZE)
 AUDIO, AUDIO_BOS, AUDIO_EOS = 261, 262, 263
+IMAGE, VISION_BOS, VISION_EOS = 264, 265, 266  # a seen picture likewise: a position per encoded patch
 
 
 class NumpyThinker(ThinkerModel):
@@ -25,8 +26,9 @@ class NumpyThinker(ThinkerModel):
         self.decoder = Decoder(ws, params.d_model, params.num_layers, params.num_heads, params.max_positions)
         self.embedding = ws.table(VOCAB_SIZE, params.d_model, scale=0.5)
         self.head = ws.matrix(params.d_model, VOCAB_SIZE, scale=2.0)
-        # drawn apart from the rest, so a card without an audio encoder keeps every weight it had
-        self.markers = WeightSource(seed, 6).table(3, params.d_model, scale=0.5)
+        # drawn apart from the rest, so a card without input encoders keeps every weight it had (the image
+        # markers are drawn after the audio ones, which stay as they were)
+        self.markers = WeightSource(seed, 6).table(6, params.d_model, scale=0.5)
         self.d_model = params.d_model
         self.max_positions = params.max_positions
         self.eos_token_ids = frozenset({EOS})
@@ -39,11 +41,16 @@ class NumpyThinker(ThinkerModel):
             return ThinkerPrompt([BOS, SPEAK], data, EOS)
         return ThinkerPrompt([BOS, CHAT, *data, SPEAK], None)
 
-    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
+    def listen_prompt(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
         data = list(text.encode("utf-8"))
-        if not has_audio:
+        if not has_audio and not num_images:
             return ListenPrompt([BOS, CHAT, *data, SPEAK], [], AUDIO)
-        return ListenPrompt([BOS, CHAT, AUDIO_BOS], [AUDIO_EOS, *data, SPEAK], AUDIO)
+        # each picture between its markers, then the audio between its own, then the text
+        opens = [VISION_BOS] * num_images + ([AUDIO_BOS] if has_audio else [])
+        closes = [VISION_EOS] * num_images + ([AUDIO_EOS] if has_audio else [])
+        pieces = [[BOS, CHAT, opens[0]], *([c, o] for c, o in zip(closes, opens[1:])), [closes[-1], *data, SPEAK]]
+        slots = ["image"] * num_images + (["audio"] if has_audio else [])
+        return ListenPrompt(pieces[0], pieces[-1], AUDIO, IMAGE, pieces, slots)
 
     def decode_text(self, token_ids: list[int]) -> str:
         return bytes([t for t in token_ids if t < 256]).decode("utf-8", errors="replace")  # a list: faster than a generator
@@ -74,7 +81,8 @@ class NumpyThinker(ThinkerModel):
         if kind not in (AR_PREFILL, AR_TOKEN):
             raise ValueError(f"thinker cannot run {kind!r}")
         # a prefill part of heard audio brings its rows; every other input is embedded from its tokens
-        embeds = [self.embed_tokens(i.token_ids) if i.prefill is None else i.prefill for i in inputs]
+        embeds = [self.embed_tokens(i.token_ids) if i.prefill is None
+                  else i.prefill.rows if isinstance(i.prefill, ImageRows) else i.prefill for i in inputs]
         hidden = self.decoder.forward(embeds, [i.cache for i in inputs])
         last = np.stack([h[-1] for h in hidden])
         logits = linear(last, self.head)

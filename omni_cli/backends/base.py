@@ -55,13 +55,34 @@ class ThinkerPrompt:
     forced_end_id: int | None = None  # echo mode: the token forced after them (None: min(eos_token_ids))
 
 
+@dataclass(frozen=True)
+class PromptTurn:
+    """One turn of a conversation as the thinker's chat template renders it: `num_clips` heard clips, then text."""
+
+    role: str  # user | assistant
+    text: str
+    num_clips: int = 0
+
+
 @dataclass
 class ListenPrompt:
-    """A chat turn around heard audio: `before_ids`, the audio's rows (each position `audio_id`), `after_ids`."""
+    """A conversation around heard clips: runs[0], clip 0's rows (each position `audio_id`), runs[1], clip 1's
+    rows, ..., runs[-1] (which ends with the assistant's header: its logits give the first reply token)."""
 
-    before_ids: list[int]
-    after_ids: list[int]
+    runs: list[list[int]]
     audio_id: int  # the placeholder token of an audio position (its row comes from the audio encoder)
+
+    @property
+    def before_ids(self) -> list[int]:
+        return self.runs[0]
+
+    @property
+    def after_ids(self) -> list[int]:
+        return self.runs[-1] if len(self.runs) > 1 else []
+
+    @property
+    def num_clips(self) -> int:
+        return len(self.runs) - 1
 
 
 @dataclass
@@ -201,9 +222,13 @@ class ThinkerModel(ARModel, Protocol):
         instructions has a third argument, `instructions` (str or None)."""
         ...
 
-    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
-        """A chat turn that may hold heard audio: the ids before and after the audio's rows."""
+    def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
+        """A conversation (its last turn the user's) through the chat template: the ids around its clips' rows."""
         ...
+
+    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
+        """A single chat turn that may hold heard audio: the ids before and after the audio's rows."""
+        return self.chat_prompt([PromptTurn("user", text, int(has_audio))])
 
     def join_rows(self, parts: list[Any]) -> Any:
         """The per-position rows of a chunked prefill's parts (hidden states, embeddings) as one array."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends.base import ARItem
+from ..backends.base import ARItem, PromptTurn
 from ..loops import ARChannel, AudioPiece, Channel, CodesFeed, TalkerFeed, ThinkerFeed
 from ..loops.listen_feed import ListenFeed
 from ..spec import CardSpec, SpeakRequest, SpecError, SpecIssue, clean_text
@@ -95,19 +95,40 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
 
 @_op("tokenize_turn", reads=("text", "audio_rows@audio_encoder"), makes="ar_feed@thinker", handoff=True)
 def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFeed:
-    """A chat turn: the text and the heard audio (its encoded blocks, as they come) → the thinker's prompt."""
+    """A chat turn after the conversation's earlier turns: their text and clips, then this turn's text and heard
+    audio (the encoded blocks of every clip, as they come) → the thinker's prompt."""
     text, heard = inputs
-    has_audio = ctx.request.audio is not None
+    request = ctx.request
+    has_audio = request.audio is not None
     if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
-        if has_audio:
-            raise SpecError([SpecIssue("<request>", None, "mode", "echo speaks the text: heard audio needs chat mode")])
+        if has_audio or request.history:
+            needs = "heard audio needs" if has_audio else "a conversation's history needs"
+            raise SpecError([SpecIssue("<request>", None, "mode", f"echo speaks the text: {needs} chat mode")])
         return tokenize(ctx, [text], mode)
     if text.strip() or not has_audio:  # a spoken question may come without text; a turn with neither is empty
         text = clean_text(text, ctx.card.limits.max_text_chars)
+    turns = [PromptTurn(t.role, t.text.strip(), len(t.audio)) for t in request.history]
+    turns.append(PromptTurn("user", text.strip(), int(has_audio)))
+    try:
+        prompt = ctx.roles["thinker"].chat_prompt(turns)
+    except ValueError as exc:
+        raise SpecError([SpecIssue("<request>", None, "text", str(exc))]) from None
     encoder = ctx.roles["audio_encoder"]
-    prompt = ctx.roles["thinker"].listen_prompt(text.strip(), has_audio)
-    return ListenFeed(prompt, heard if has_audio else None, mode, encoder.tokens_for(encoder.max_samples),
-                      ctx.request.max_tokens)
+    clips = request_clips(request)
+    rows = sum(_rows_bound(encoder, clip) for clip in clips)
+    return ListenFeed(prompt, heard if clips else None, mode, rows, request.max_tokens)
+
+
+def request_clips(request: SpeakRequest) -> tuple:
+    """Every clip a chat request hears, in prompt order: its earlier turns' clips, then its own audio."""
+    earlier = tuple(clip for turn in request.history for clip in turn.audio)
+    return earlier if request.audio is None else (*earlier, request.audio)
+
+
+def _rows_bound(encoder: Any, clip: Any) -> int:
+    """The audio positions a clip takes: exact once it has arrived whole, else the encoder's longest clip's."""
+    arrived, ended = clip.known(encoder.sample_rate)
+    return encoder.tokens_for(min(arrived, encoder.max_samples) if ended else encoder.max_samples)
 
 
 @_op("emit_text", reads=("ar_stream@thinker",), makes=None)

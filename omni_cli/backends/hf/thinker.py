@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from omni_cli.backends.base import (
@@ -10,6 +12,7 @@ from omni_cli.backends.base import (
     ARStepInput,
     ARStepOutput,
     ListenPrompt,
+    PromptTurn,
     ThinkerModel,
     ThinkerPrompt,
 )
@@ -73,8 +76,8 @@ class HFThinker(ThinkerModel):
     def decode_text(self, token_ids: list[int]) -> str:
         return self.prompts.decode(token_ids)
 
-    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
-        return self.prompts.listen(text, has_audio)
+    def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
+        return self.prompts.conversation(turns)
 
     def join_rows(self, parts: list[torch.Tensor]) -> torch.Tensor:
         return torch.cat(parts, dim=0)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from omni_cli.backends.base import ListenPrompt, ThinkerPrompt
+from omni_cli.backends.base import ListenPrompt, PromptTurn, ThinkerPrompt
 
 AUDIO_TOKENS = ("<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>")  # Qwen2.5-Omni's processor: bos, N x AUDIO, eos
 
@@ -17,7 +18,8 @@ class PromptBuilder:
 
     The template is written out rather than taken from the checkpoint: the processor's template lives in
     chat_template.json, which AutoTokenizer does not read, and for text-only turns it renders exactly
-    `<|im_start|>{role}\\n{content}<|im_end|>\\n` per turn plus the assistant header.
+    `<|im_start|>{role}\\n{content}<|im_end|>\\n` per turn plus the assistant header (an audio part is
+    `<|audio_bos|><|AUDIO|><|audio_eos|>`, widened to the clip's rows where the thinker prefills it).
     """
 
     def __init__(self, tokenizer: Any, system_prompt: str, echo_instruction: str):
@@ -39,19 +41,22 @@ class PromptBuilder:
             return ThinkerPrompt(prefill_ids=self._chat_ids(self.echo_instruction + text, system), forced_ids=forced)
         raise ValueError(f"unknown prompt mode {mode!r} (chat | echo)")
 
-    def listen(self, text: str, has_audio: bool) -> ListenPrompt:
-        """A chat turn whose user message holds the heard audio first, then `text` (the processor's order for an
-        audio part before a text part): the ids either side of the audio's <|AUDIO|> positions."""
-        if not has_audio:
-            return ListenPrompt(self._chat_ids(text), [], -1)
+    def conversation(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
+        """The chat template's rendering of `turns` (each clip of a user turn as <|audio_bos|><|AUDIO|><|audio_eos|>
+        before its text, the processor's order for audio parts before a text part; assistant turns as their text),
+        then the assistant's header: the ids either side of each clip's <|AUDIO|> positions."""
+        clips = sum(t.num_clips for t in turns)
+        if not clips:
+            return ListenPrompt([self._plain_ids(self._chat_text(turns), allow_special=True)], -1)
         ids = [self.special_id(t) for t in AUDIO_TOKENS]
         missing = [t for t, i in zip(AUDIO_TOKENS, ids, strict=True) if i is None]
         if missing:
             raise ValueError(f"the checkpoint's tokenizer has no {', '.join(missing)}: it cannot take audio")
-        marker = "<|AUDIO|>"
-        before, after = self._chat_text(f"<|audio_bos|>{marker}<|audio_eos|>{text}").split(marker)
-        return ListenPrompt(self._plain_ids(before, allow_special=True), self._plain_ids(after, allow_special=True),
-                            ids[1])
+        marker = AUDIO_TOKENS[1]
+        if any(marker in t.text for t in turns):
+            raise ValueError(f"a turn's text holds {marker}, the audio placeholder")
+        pieces = self._chat_text(turns).split(marker)
+        return ListenPrompt([self._plain_ids(p, allow_special=True) for p in pieces], ids[1])
 
     def decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
@@ -62,14 +67,12 @@ class PromptBuilder:
         return None if token_id is None or token_id == unk else int(token_id)
 
     def _chat_ids(self, user_text: str, system: str | None = None) -> list[int]:
-        return self._plain_ids(self._chat_text(user_text, system), allow_special=True)
+        return self._plain_ids(self._chat_text([PromptTurn("user", user_text)], system), allow_special=True)
 
-    def _chat_text(self, user_text: str, system: str | None = None) -> str:
-        return (
-            f"<|im_start|>system\n{system or self.system_prompt}<|im_end|>\n"
-            f"<|im_start|>user\n{user_text}<|im_end|>\n"
-            "<|im_start|>assistant\n"
-        )
+    def _chat_text(self, turns: Sequence[PromptTurn], system: str | None = None) -> str:
+        clip = "".join(AUDIO_TOKENS)
+        body = "".join(f"<|im_start|>{t.role}\n{clip * t.num_clips}{t.text}<|im_end|>\n" for t in turns)
+        return f"<|im_start|>system\n{system or self.system_prompt}<|im_end|>\n{body}<|im_start|>assistant\n"
 
     def _plain_ids(self, text: str, allow_special: bool = False) -> list[int]:
         # the whole prompt is tokenized at once, as the processor does; a forced reply keeps typed

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ListenPrompt, ThinkerModel, ThinkerPrompt
+from ..base import (
+    AR_PREFILL,
+    AR_TOKEN,
+    ARStepInput,
+    ARStepOutput,
+    ListenPrompt,
+    PromptTurn,
+    ThinkerModel,
+    ThinkerPrompt,
+)
 from .decoder import Decoder
 from .nn import WeightSource, linear
 from .params import ThinkerParams
@@ -39,11 +50,21 @@ class NumpyThinker(ThinkerModel):
             return ThinkerPrompt([BOS, SPEAK], data, EOS)
         return ThinkerPrompt([BOS, CHAT, *data, SPEAK], None)
 
-    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
-        data = list(text.encode("utf-8"))
-        if not has_audio:
-            return ListenPrompt([BOS, CHAT, *data, SPEAK], [], AUDIO)
-        return ListenPrompt([BOS, CHAT, AUDIO_BOS], [AUDIO_EOS, *data, SPEAK], AUDIO)
+    def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
+        """BOS, then per user turn CHAT, each clip as AUDIO_BOS rows AUDIO_EOS, its text bytes; per assistant
+        turn SPEAK, its text bytes, EOS; then SPEAK, where the reply begins."""
+        runs, ids = [], [BOS]
+        for turn in turns:
+            data = list(turn.text.encode("utf-8"))
+            if turn.role == "assistant":
+                ids += [SPEAK, *data, EOS]
+                continue
+            ids.append(CHAT)
+            for _ in range(turn.num_clips):
+                runs.append([*ids, AUDIO_BOS])
+                ids = [AUDIO_EOS]
+            ids += data
+        return ListenPrompt([*runs, [*ids, SPEAK]], AUDIO)
 
     def decode_text(self, token_ids: list[int]) -> str:
         return bytes([t for t in token_ids if t < 256]).decode("utf-8", errors="replace")  # a list: faster than a generator

@@ -87,17 +87,24 @@ def _paths(value: Any, key: str, where: str, base: Path) -> tuple[str, ...]:
 
 
 def heard_again(turns: list[Turn], path: str | os.PathLike) -> tuple:
-    """The turns as a request's history: each user turn's audio files read again (AudioSources, whole)."""
+    """The turns as a request's history: each user turn's audio and images read again from their files."""
     from .audio.heard import AudioInputError, read_file
+    from .audio.seen import ImageInputError, read_image
     from .spec import PriorTurn
 
     prior = []
     for number, turn in enumerate(turns, 1):
+        if turn.role != "user":
+            prior.append(PriorTurn(turn.role, turn.text))
+            continue
         try:
-            clips = tuple(read_file(p) for p in turn.audio) if turn.role == "user" else ()
+            clips = tuple(read_file(p) for p in turn.audio)
+            images = tuple(read_image(p) for p in turn.images)
         except AudioInputError as exc:
             raise HistoryError(f"{path}: turn {number}: audio {exc}") from None
-        prior.append(PriorTurn(turn.role, turn.text, clips))
+        except ImageInputError as exc:
+            raise HistoryError(f"{path}: turn {number}: image {exc}") from None
+        prior.append(PriorTurn(turn.role, turn.text, clips, images))
     return tuple(prior)
 
 

@@ -7,7 +7,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "omni_cli"
 LAYERS = ["spec", "audio", "backends", "loops", "program", "engine", "build", "rollout", "bench", "serve", "cli"]  # each may import only those before it
 THIRD_PARTY = {  # where each heavy or UI dependency may be imported
     "typer": {"cli"}, "rich": {"cli"}, "click": {"cli"},
-    "yaml": {"spec"}, "soundfile": {"audio"},
+    "yaml": {"spec"}, "soundfile": {"audio"}, "PIL": {"audio"},
     "torch": {"backends/hf"}, "transformers": {"backends/hf"}, "tokenizers": {"backends/hf"},
     "starlette": {"serve"}, "uvicorn": {"serve"}, "anyio": {"serve"},
     "ray": {"engine/executors/ray.py"},

@@ -13,6 +13,7 @@ AR_PREFILL = "ar_prefill"
 AR_TOKEN = "ar_token"
 AUDIO_CHUNK = "audio_chunk"
 AUDIO_BLOCK = "audio_block"  # one block of the audio encoder: the input speech it covers, encoded
+IMAGE = "image"  # one picture through the vision encoder, whole (its full-attention layers see every patch)
 
 
 class BackendUnavailable(RuntimeError):
@@ -57,32 +58,52 @@ class ThinkerPrompt:
 
 @dataclass(frozen=True)
 class PromptTurn:
-    """One turn of a conversation as the thinker's chat template renders it: `num_clips` heard clips, then text."""
+    """One turn of a conversation as the thinker's chat template renders it: its pictures, its heard clips, then
+    its text (the processor's order for image parts, audio parts, a text part)."""
 
     role: str  # user | assistant
     text: str
     num_clips: int = 0
+    num_images: int = 0
 
 
 @dataclass
 class ListenPrompt:
-    """A conversation around heard clips: runs[0], clip 0's rows (each position `audio_id`), runs[1], clip 1's
-    rows, ..., runs[-1] (which ends with the assistant's header: its logits give the first reply token)."""
+    """A conversation around seen images and heard audio: `pieces` of ids with a media slot between each two, in
+    order (`slots`: "image" or "audio"; the k-th audio slot is the conversation's k-th clip, the k-th image slot
+    its k-th picture); a slot's positions are its encoder's rows, each position the placeholder `image_id` or
+    `audio_id`; the last piece ends with the assistant's header. One turn without images: before_ids, the audio,
+    after_ids."""
 
-    runs: list[list[int]]
+    before_ids: list[int]
+    after_ids: list[int]
     audio_id: int  # the placeholder token of an audio position (its row comes from the audio encoder)
+    image_id: int = -1  # ... of an image position (its row comes from the image encoder)
+    pieces: list[list[int]] | None = None  # None: [before_ids, after_ids] around one audio slot (or none)
+    slots: list[str] | None = None
 
-    @property
-    def before_ids(self) -> list[int]:
-        return self.runs[0]
+    def layout(self) -> tuple[list[list[int]], list[str]]:
+        """(pieces, slots), len(pieces) == len(slots) + 1."""
+        if self.pieces is not None:
+            return self.pieces, list(self.slots or [])
+        return [self.before_ids, self.after_ids], ["audio"]
 
-    @property
-    def after_ids(self) -> list[int]:
-        return self.runs[-1] if len(self.runs) > 1 else []
 
-    @property
-    def num_clips(self) -> int:
-        return len(self.runs) - 1
+@dataclass
+class ImageInput:
+    """One request's picture for the image encoder: a SeenImage (audio/seen.py), the request's `index`-th."""
+
+    image: Any
+    index: int
+
+
+@dataclass
+class ImageRows:
+    """An image's rows as the thinker's input, and their grid in thinker positions (t, h, w): t * h * w rows,
+    in row-major order; a thinker with multimodal RoPE places row (i, j, k) at position offsets (i, j, k)."""
+
+    rows: Any  # [t * h * w, thinker width] (backend-native array)
+    grid: tuple[int, int, int]
 
 
 @dataclass
@@ -223,12 +244,12 @@ class ThinkerModel(ARModel, Protocol):
         ...
 
     def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
-        """A conversation (its last turn the user's) through the chat template: the ids around its clips' rows."""
+        """A conversation (its last turn the user's) through the chat template: the ids around its media's rows."""
         ...
 
-    def listen_prompt(self, text: str, has_audio: bool) -> ListenPrompt:
-        """A single chat turn that may hold heard audio: the ids before and after the audio's rows."""
-        return self.chat_prompt([PromptTurn("user", text, int(has_audio))])
+    def listen_prompt(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
+        """A single chat turn that may hold seen images and heard audio: the ids around their rows."""
+        return self.chat_prompt([PromptTurn("user", text, int(has_audio), num_images)])
 
     def join_rows(self, parts: list[Any]) -> Any:
         """The per-position rows of a chunked prefill's parts (hidden states, embeddings) as one array."""
@@ -293,6 +314,22 @@ class AudioEncoderModel(Component, Protocol):
         ...
 
     def step_bytes(self, num_samples: int) -> int: ...
+
+
+class ImageEncoderModel(Component, Protocol):
+    """A vision tower: one picture per WorkUnit, encoded whole (an IMAGE step returns ImageRows)."""
+
+    max_images: int  # the most pictures one request may carry
+
+    def rows_for(self, width: int, height: int) -> tuple[int, int, int]:
+        """The grid (t, h, w) of thinker positions a picture of that size becomes."""
+        ...
+
+    def max_rows(self) -> int:
+        """Thinker positions the largest picture takes (sizes a request at admission)."""
+        ...
+
+    def step_bytes(self, width: int, height: int) -> int: ...
 
 
 class VocoderModel(Component, Protocol):

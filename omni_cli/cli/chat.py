@@ -13,7 +13,7 @@ from . import options as o
 from .errors import CliError
 from .report import exit_with
 
-HELP = """Answer a turn, spoken (--audio) and/or written (TEXT), in text and speech.
+HELP = """Answer a turn, spoken (--audio), pictured (--image) and/or written (TEXT), in text and speech.
 
 \b
 --audio FILE: WAV, FLAC or OGG at any rate and channel count (mixed to mono,
@@ -24,11 +24,14 @@ so the answer starts soon after the speaker stops.
 The card must listen (`omni cards show NAME`: capability listen); the
 default voice (piper_joe) does not. Output, --json, --trace and the exit
 status are as for `omni speak`; Ctrl-C stops waiting for more audio.
+--image FILE (repeatable): a PNG or JPEG the thinker sees before the audio
+and the text; the card must see (capability see).
 \b
 --history FILE: the turn continues the conversation in FILE (JSON Lines, one
-turn a line: role, text, and the audio it heard; FILE need not exist yet).
-The earlier turns are rendered through the card's chat template (their
-audio heard again from its files, which stay where they are); once the
+turn a line: role, text, and the audio and images of the turn; FILE need
+not exist yet). The earlier turns are rendered through the card's chat
+template (their audio and images read again from their files, which stay
+where they are); once the
 reply ends well, the new turn and the reply (its text, and its audio file
 with -o FILE) are appended. A run that fails or is stopped appends nothing.
 Audio heard from `--audio -` is kept as FILE.audio/NNNN.wav.
@@ -45,6 +48,8 @@ def chat(
     text: Annotated[str | None, typer.Argument(help="The turn's text (with --audio: said after the audio).")] = None,
     audio: Annotated[str | None, typer.Option("--audio", "-a", metavar="FILE|-", rich_help_panel=o.REQUEST,
                                                  help="The spoken question: an audio file, or - for a WAV stream on stdin.")] = None,
+    image: Annotated[list[str] | None, typer.Option("--image", "-i", metavar="FILE", rich_help_panel=o.REQUEST,
+                                                    help="A picture to see (PNG or JPEG); repeat for more.")] = None,
     history: Annotated[str | None, typer.Option("--history", metavar="FILE", rich_help_panel=o.REQUEST,
                                                    help="Continue the conversation in FILE (JSON Lines of turns) and "
                                                         "append this turn and its reply.")] = None,
@@ -70,12 +75,13 @@ def chat(
     from .outputs import plan_outputs
     from .session import ModelOptions
 
-    interactive = audio is None and text is None and sys.stdin is not None and sys.stdin.isatty()
-    if not interactive and audio is None and (text is None or not text.strip()):
-        raise CliError("nothing to answer: pass --audio FILE (or - for stdin) and/or TEXT")
+    interactive = audio is None and not image and text is None and sys.stdin is not None and sys.stdin.isatty()
+    if not interactive and audio is None and not image and (text is None or not text.strip()):
+        raise CliError("nothing to answer: pass --audio FILE (or - for stdin), --image FILE and/or TEXT")
     overrides = o.overrides(set_)
-    check_listens(card, overrides)
     turns, prior = earlier_turns(history)
+    check_senses(card, overrides, bool(image) or any(t.images for t in turns))
+    images = seen(image or [])
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program or "chat", policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
@@ -85,25 +91,36 @@ def chat(
 
         raise typer.Exit(converse(model, template, plan, history, turns, trace, quiet, allow_truncation))
     source = heard(audio)
-    request = replace(template, audio=source)
+    request = replace(template, audio=source, images=images)
     job = SpeakJob(text or "", model, request, plan, 1, trace, quiet, False, allow_truncation=allow_truncation,
                    on_stop=None if source is None else source.end)  # Ctrl-C: stop waiting for more audio
     outcome, _, view = run_job(job)
     if outcome.utterances or outcome.stopped:
         view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)
     if history is not None and outcome.code == 0:
-        record_turn(history, len(turns), text or "", audio, source, outcome.utterances[0], plan, outcome)
+        record_turn(history, len(turns), text or "", audio, image or [], source, outcome.utterances[0], plan, outcome)
     exit_with(outcome)
 
 
-def check_listens(card: str, overrides: dict) -> None:
-    """A card that cannot listen is refused in one line, before anything loads."""
+def check_senses(card: str, overrides: dict, sees: bool) -> None:
+    """A card that cannot listen (as the chat program needs) or, given --image, see: one line, before any load."""
     from ..program.catalog import load_card_file
 
     spec = load_card_file(card, overrides)
-    if "listen" not in spec.capabilities:
-        raise CliError(f"card {spec.model!r} cannot listen (it has no audio encoder); pass a card that can, "
-                       "e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
+    for wanted, capability, tower in ((True, "listen", "audio"), (sees, "see", "image")):
+        if wanted and capability not in spec.capabilities:
+            raise CliError(f"card {spec.model!r} cannot {capability} (it has no {tower} encoder); pass a card that can, "
+                           "e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
+
+
+def seen(paths: list[str]) -> tuple:
+    """The --image files, decoded (PNG or JPEG); a bad one is refused in one line before anything loads."""
+    from ..audio.seen import ImageInputError, read_image
+
+    try:
+        return tuple(read_image(p) for p in paths)
+    except ImageInputError as exc:
+        raise CliError(f"--image: {exc}") from None
 
 
 def heard(audio: str | None):

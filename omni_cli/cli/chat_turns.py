@@ -21,7 +21,8 @@ def earlier_turns(history: str | None) -> tuple[list, tuple]:
         raise CliError(f"--history {exc}") from None
 
 
-def record_turn(history: str, number: int, text: str, audio: str | None, source, utt, plan, outcome) -> None:
+def record_turn(history: str, number: int, text: str, audio: str | None, images: list[str], source, utt, plan,
+                outcome) -> None:
     """Append the user's turn and the reply once the run ended well; a failure to write is the run's failure
     (exit 1), and leaves the file as it was."""
     from ..conversation import Turn, append_turns, keep_heard
@@ -34,7 +35,8 @@ def record_turn(history: str, number: int, text: str, audio: str | None, source,
             heard.append(kept)
         elif audio is not None:
             heard.append(os.path.abspath(audio))
-        append_turns(history, [Turn("user", text, tuple(heard)), reply_turn(utt, plan)])
+        seen = tuple(os.path.abspath(p) for p in images)
+        append_turns(history, [Turn("user", text, tuple(heard), seen), reply_turn(utt, plan)])
     except OSError as exc:
         if kept is not None:
             os.unlink(kept)

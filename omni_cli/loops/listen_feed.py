@@ -1,4 +1,5 @@
-"""The thinker's input for a chat turn that may hold heard audio: its prefill comes in parts, block by block."""
+"""The thinker's input for a chat turn (and the conversation before it) that may hold seen images and heard
+audio: its prefill comes in parts."""
 
 from __future__ import annotations
 
@@ -9,18 +10,23 @@ from .feeds import ARFeed, StepFeed
 
 
 class ListenFeed(ARFeed):
-    """Parts, in order: the prompt's first run of ids; one part per encoded block of clip 0 (its rows, each at an
-    audio position); the next run; clip 1's blocks; ... the last run (whose logits give the first reply token).
-    A conversation's earlier clips come first, this turn's last. `stream` hands each block over as it is encoded
-    (the prefill keeps pace with the speaker); `barrier` waits for every clip. Both prefill the same positions
-    with the same rows."""
+    """Parts, in the prompt's order: each piece of ids; each picture (its rows, at image positions, once encoded);
+    one part per encoded block of each clip (its rows, each at an audio position); the last piece (whose logits
+    give the first reply token). The k-th image slot is the k-th picture of the `seen` channel, the k-th audio
+    slot the blocks of clip k on the `heard` channel (a conversation's earlier clips first, this turn's last).
+    `stream` hands each block and picture over as it is encoded (the prefill keeps pace with the speaker);
+    `barrier` waits for a channel to close before any of its rows. Both prefill the same positions with the same
+    rows."""
 
     def __init__(self, prompt: ListenPrompt, heard: Channel | None, mode: str, max_audio_rows: int,
-                 max_tokens: int | None = None):
+                 max_tokens: int | None = None, seen: Channel | None = None, max_image_rows: int = 0):
         self.prompt = prompt
+        self.pieces, self.slots = prompt.layout()
         self.heard = heard  # None: no clip in the conversation
+        self.seen = seen  # None: no picture in the conversation
         self.is_barrier = mode == "barrier"
-        self.max_audio_rows = max_audio_rows
+        self.max_audio_rows = max_audio_rows  # every clip's, together
+        self.max_image_rows = max_image_rows  # one picture's
         self._max_tokens = max_tokens
 
     def max_tokens(self) -> int | None:
@@ -30,40 +36,68 @@ class ListenFeed(ARFeed):
         return self.prefill_part(0)
 
     def prefill_part(self, done: int) -> Prefill | None:
-        runs = self.prompt.runs
-        if self.heard is None:
-            return Prefill([i for run in runs for i in run]) if done == 0 else None
-        pos, blocks = done, self.heard.items
-        for clip, run in enumerate(runs):
-            last = clip == len(runs) - 1
-            if pos < len(run):
-                return Prefill(run[pos:], is_last=last)
-            pos -= len(run)
-            if last or (self.is_barrier and not self.heard.is_closed):
+        pos, counts = done, {"image": 0, "audio": 0}
+        for k, piece in enumerate(self.pieces):
+            if pos < len(piece):
+                return Prefill(piece[pos:], is_last=k == len(self.slots))
+            pos -= len(piece)
+            if k == len(self.slots):
                 return None
-            ended = self.heard.is_closed or any(b.clip > clip for b in blocks)
-            for block in (b for b in blocks if b.clip == clip):
-                n = len(block.rows)
-                if n and pos == 0:
-                    return Prefill([self.prompt.audio_id] * n, payload=block.rows, is_last=False)
-                pos -= n
-                ended = ended or block.ends_clip
-            if not ended:
-                return None  # the clip is still being encoded
+            slot = self.slots[k]
+            index = counts[slot]
+            counts[slot] += 1
+            part, pos = self._image_part(index, pos) if slot == "image" else self._audio_part(index, pos)
+            if part is not None or pos < 0:
+                return part
         return None
+
+    def _image_part(self, index: int, pos: int) -> tuple[Prefill | None, int]:
+        """(the part that starts at `pos` within picture `index`, 0), (None, -1): wait, or (None, pos past it)."""
+        seen = self.seen
+        if seen is None or len(seen.items) <= index or (self.is_barrier and not seen.is_closed):
+            return None, -1
+        image = seen.items[index].image
+        n = len(image.rows)
+        if pos == 0 and n:
+            return Prefill([self.prompt.image_id] * n, payload=image, is_last=False), 0
+        return None, pos - n
+
+    def _audio_part(self, clip: int, pos: int) -> tuple[Prefill | None, int]:
+        """As _image_part, for the blocks of clip `clip`: it is over once a later clip's block came, or its own
+        last block, or the channel closed."""
+        heard = self.heard
+        if heard is None or (self.is_barrier and not heard.is_closed):
+            return None, -1
+        blocks = heard.items
+        ended = heard.is_closed or any(b.clip > clip for b in blocks)
+        for block in blocks:
+            if block.clip != clip:
+                continue
+            n = len(block.rows)
+            if n and pos == 0:
+                return Prefill([self.prompt.audio_id] * n, payload=block.rows, is_last=False), 0
+            pos -= n
+            ended = ended or block.ends_clip
+        if not ended:
+            return None, -1
+        return None, pos
 
     def step(self, step: int) -> StepFeed:
         return StepFeed()
 
     def prefill_is_known(self) -> bool:
-        return self.heard is None
+        return not self.slots
 
     def prefill_bound(self, upstream: OutputBound = NO_BOUND) -> int:
-        audio = 0 if self.heard is None else self.max_audio_rows
-        return sum(len(run) for run in self.prompt.runs) + audio
+        images = self.slots.count("image") * self.max_image_rows
+        audio = self.max_audio_rows if "audio" in self.slots else 0
+        return sum(len(p) for p in self.pieces) + images + audio
 
     def describe_wait(self) -> str:
-        if self.heard is None:
-            return "prompt"
-        state = "closed" if self.heard.is_closed else "open"
-        return f"{self.heard.name}: {len(self.heard)} blocks ({state}, {'barrier' if self.is_barrier else 'stream'})"
+        said = []
+        for channel, what in ((self.seen, "images"), (self.heard, "blocks")):
+            if channel is not None:
+                state = "closed" if channel.is_closed else "open"
+                said.append(f"{channel.name}: {len(channel)} {what} ({state}, "
+                            f"{'barrier' if self.is_barrier else 'stream'})")
+        return "; ".join(said) or "prompt"

@@ -17,7 +17,7 @@ from .graph_rules import check_emitters, describe, kinds_match, with_role
 from .ops import OPS, SLOT_KINDS
 from .weight_budget import check_weight_budget
 
-REQUEST_SLOTS = {"text": "text", "audio": "audio"}  # the program inputs a SpeakRequest fills, and their kinds (see CompiledProgram.wire)
+REQUEST_SLOTS = {"text": "text", "audio": "audio", "images": "images"}  # the program inputs a SpeakRequest fills, and their kinds (see CompiledProgram.wire)
 
 
 def check_program(card: CardSpec, program: ProgramSpec) -> dict[str, Any]:

@@ -62,6 +62,8 @@ SLOT_KINDS = {
     "frame_feed": "the input of a frame_decode loop",
     "audio": "the request's audio (an AudioSource, or none)",
     "audio_rows": "the blocks an audio_encode loop publishes, encoded as the thinker's input rows",
+    "images": "the request's pictures (SeenImage, possibly none)",
+    "image_rows": "the pictures an image_encode loop publishes, encoded as the thinker's input rows",
 }
 
 
@@ -93,36 +95,44 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
     return ThinkerFeed(prompt, end, ctx.request.max_tokens)
 
 
-@_op("tokenize_turn", reads=("text", "audio_rows@audio_encoder"), makes="ar_feed@thinker", handoff=True)
+@_op("tokenize_turn", reads=("text", "audio_rows@audio_encoder", "image_rows@image_encoder"),
+     makes="ar_feed@thinker", handoff=True)
 def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFeed:
-    """A chat turn after the conversation's earlier turns: their text and clips, then this turn's text and heard
-    audio (the encoded blocks of every clip, as they come) → the thinker's prompt."""
-    text, heard = inputs
+    """A chat turn after the conversation's earlier turns: their text, pictures and clips, then this turn's text,
+    seen pictures and heard audio (each encoded as it comes) → the thinker's prompt."""
+    text, heard, seen = inputs
     request = ctx.request
-    has_audio = request.audio is not None
+    has_audio, num_images = request.audio is not None, len(request.images)
     if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
-        if has_audio or request.history:
-            needs = "heard audio needs" if has_audio else "a conversation's history needs"
+        if has_audio or num_images or request.history:
+            needs = ("heard audio needs" if has_audio else "seen images need" if num_images
+                     else "a conversation's history needs")
             raise SpecError([SpecIssue("<request>", None, "mode", f"echo speaks the text: {needs} chat mode")])
         return tokenize(ctx, [text], mode)
-    if text.strip() or not has_audio:  # a spoken question may come without text; a turn with neither is empty
+    if text.strip() or not (has_audio or num_images):  # a spoken or pictured question may come without text
         text = clean_text(text, ctx.card.limits.max_text_chars)
-    turns = [PromptTurn(t.role, t.text.strip(), len(t.audio)) for t in request.history]
-    turns.append(PromptTurn("user", text.strip(), int(has_audio)))
+    turns = [PromptTurn(t.role, t.text.strip(), len(t.audio), len(t.images)) for t in request.history]
+    turns.append(PromptTurn("user", text.strip(), int(has_audio), num_images))
     try:
         prompt = ctx.roles["thinker"].chat_prompt(turns)
     except ValueError as exc:
         raise SpecError([SpecIssue("<request>", None, "text", str(exc))]) from None
-    encoder = ctx.roles["audio_encoder"]
-    clips = request_clips(request)
+    encoder, eyes = ctx.roles["audio_encoder"], ctx.roles["image_encoder"]
+    clips, images = request_clips(request), request_images(request)
     rows = sum(_rows_bound(encoder, clip) for clip in clips)
-    return ListenFeed(prompt, heard if clips else None, mode, rows, request.max_tokens)
+    return ListenFeed(prompt, heard if clips else None, mode, rows, request.max_tokens, seen if images else None,
+                      eyes.max_rows())
 
 
 def request_clips(request: SpeakRequest) -> tuple:
     """Every clip a chat request hears, in prompt order: its earlier turns' clips, then its own audio."""
     earlier = tuple(clip for turn in request.history for clip in turn.audio)
     return earlier if request.audio is None else (*earlier, request.audio)
+
+
+def request_images(request: SpeakRequest) -> tuple:
+    """Every picture a chat request sees, in prompt order: its earlier turns' pictures, then its own."""
+    return (*(image for turn in request.history for image in turn.images), *request.images)
 
 
 def _rows_bound(encoder: Any, clip: Any) -> int:

@@ -19,7 +19,8 @@ MAX_TOKENS_LIMIT = 65536  # no card may ask an AR loop for more steps than this
 @dataclass
 class ComponentSpec:
     backend: Literal["numpy", "hf", "piper"]
-    role: Literal["thinker", "talker", "vocoder", "phonemizer", "acoustic", "audio_encoder"]
+    role: Literal["thinker", "talker", "vocoder", "phonemizer", "acoustic", "audio_encoder",
+                  "image_encoder"]
     params: dict[str, Any] = field(default_factory=dict)  # checked against the backend's schema
 
 
@@ -246,15 +247,19 @@ def _check_chunks(loop, key: str, src: Located, issues: IssueList) -> None:
 
 
 def _check_roles(card: CardSpec, src: Located, issues: IssueList) -> None:
-    """The components a capability needs: a cascade for text_to_speech, one audio tower for listen."""
+    """The components a capability needs: a cascade for text_to_speech, one audio tower for listen, one vision
+    tower for see."""
+    towers = {"listen": "audio_encoder", "see": "image_encoder"}  # input towers beside the cascade (program chat)
     roles = sorted(c.role for c in card.components.values())
-    listens = roles.count("audio_encoder")  # an input tower beside the cascade, for the chat program
-    if "text_to_speech" in card.capabilities and [r for r in roles if r != "audio_encoder"] != ["talker", "thinker", "vocoder"] \
+    cascade = [r for r in roles if r not in towers.values()]
+    if "text_to_speech" in card.capabilities and cascade != ["talker", "thinker", "vocoder"] \
             and not issues.was_dropped("components"):
         issues.add(src.line("components"), "components", "text_to_speech needs one thinker, one talker and one vocoder")
-    if ("listen" in card.capabilities) != (listens == 1) and not issues.was_dropped("components"):
-        issues.add(src.line("capabilities"), "capabilities", "listen goes with exactly one audio_encoder component"
-                   if listens <= 1 else "a card has at most one audio_encoder")
+    for capability, role in towers.items():
+        count = roles.count(role)
+        if (capability in card.capabilities) != (count == 1) and not issues.was_dropped("components"):
+            issues.add(src.line("capabilities"), "capabilities", f"{capability} goes with exactly one {role} component"
+                       if count <= 1 else f"a card has at most one {role}")
 
 
 def _check_names_and_voices(card: CardSpec, src: Located, issues: IssueList) -> None:

@@ -84,7 +84,8 @@ def build(card: Any, params: dict[str, Any] | None = None, settings: HFParams | 
 
 def _build_qwen2_5(config: HFParams, names: dict[str, str], role_params: Any, threads: Any, on_load: LoadReporter,
                    only: str | None) -> dict[str, Any]:
-    """Qwen2.5-Omni's components by name: thinker, talker, token2wav, and the audio tower where the card listens."""
+    """Qwen2.5-Omni's components by name: thinker, talker, token2wav, and the audio and vision towers where the
+    card listens and sees."""
     from .loading import load_checkpoint, load_token2wav
     from .talker import HFTalker
     from .thinker import HFThinker
@@ -105,4 +106,14 @@ def _build_qwen2_5(config: HFParams, names: dict[str, str], role_params: Any, th
         except ListenerUnavailable as exc:
             raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None
         built[encoder.name] = encoder
+    if "image_encoder" in names:  # a card that sees: the thinker's vision tower, on the checkpoint's processor
+        from .eyes import HFImageEncoder
+        from .listener import ListenerUnavailable
+        from .tokenizer import IMAGE_TOKENS
+        try:
+            eyes = HFImageEncoder(loaded, config.model_path, names["image_encoder"], threads("image_encoder"))
+            thinker.prompts.require(IMAGE_TOKENS, "see")
+        except (ListenerUnavailable, ValueError) as exc:
+            raise SpecError([SpecIssue("--model-path", None, "", str(exc))]) from None
+        built[eyes.name] = eyes
     return built

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ class ARCache:
     kv: Any  # transformers DynamicCache, owned by this request only
     num_positions: int = 0  # positions consumed so far (= next text position)
     rope_delta: int = 0  # multimodal RoPE delta of this request's prompt (0 for a text-only prompt)
+    prompt_mrope: list = field(default_factory=list)  # a prefill in parts: each part's [3, n] positions
 
 
 def new_cache(text_config: Any) -> ARCache:
@@ -29,6 +30,15 @@ def prompt_positions(model: Any, token_ids: torch.Tensor) -> tuple[torch.Tensor,
     ones = torch.ones_like(token_ids)
     positions, deltas = model.get_rope_index(token_ids, attention_mask=ones)
     return positions, int(deltas.reshape(-1)[0])
+
+
+def continued_positions(prompt: torch.Tensor, num_text: int) -> tuple[torch.Tensor, int]:
+    """[3, 1, P + num_text] positions of a prompt whose positions are `prompt` [3, P] followed by `num_text`
+    text positions (each after the largest so far, as get_rope_index places text), and their delta."""
+    start = int(prompt.max()) + 1
+    text = torch.arange(start, start + num_text, device=prompt.device).view(1, -1).expand(3, -1)
+    positions = torch.cat([prompt, text], dim=1)[:, None]
+    return positions, start + num_text - positions.shape[-1]
 
 
 def decode_positions(cache: ARCache, num_new: int, device: torch.device) -> torch.Tensor:

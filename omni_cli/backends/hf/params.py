@@ -94,7 +94,13 @@ class AudioEncoderParams(ComponentParams):
     """The thinker's audio tower; its feature extractor comes from the checkpoint's preprocessor_config.json."""
 
 
-PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams, "audio_encoder": AudioEncoderParams}
+@dataclass
+class ImageEncoderParams(ComponentParams):
+    """The thinker's vision tower; its image processor's settings come from the checkpoint's preprocessor_config.json."""
+
+
+PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams, "audio_encoder": AudioEncoderParams,
+          "image_encoder": ImageEncoderParams}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 
 from . import realwidth_config as rw
-from .tiny import save_feature_extractor  # a released checkpoint ships its audio tower's feature extractor
+# a released checkpoint ships its audio tower's feature extractor and its vision tower's image processor
+from .tiny import save_feature_extractor, save_image_processor
 
 PROMPT = "hello there"  # the chat prompt whose greedy reply is made to end
 ECHO_TEXT = "hi there"  # 8 forced tokens: about 10 codec tokens, 0.4 s of audio
@@ -90,6 +91,7 @@ def _build(directory: Path, variant: str, seed: int) -> Path:
     words = f"{params.system_prompt} {params.echo_instruction} system assistant".replace(",", " ").replace(".", " ")
     save_tokenizer(directory, set(words.split()))
     save_feature_extractor(directory, config.thinker_config.audio_config.num_mel_bins)
+    save_image_processor(directory, config.thinker_config.vision_config, 3136, 12845056)  # the released bounds
     tokenizer = AutoTokenizer.from_pretrained(str(directory))
     prompt = PromptBuilder(tokenizer, params.system_prompt, params.echo_instruction).encode(PROMPT, "chat").prefill_ids
     with torch.no_grad():

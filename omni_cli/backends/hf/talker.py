@@ -25,6 +25,7 @@ from omni_cli.backends.hf.ar import (
     ARCache,
     RaggedBatch,
     batch_bytes,
+    continued_positions,
     decode_positions,
     kv_bytes_per_position,
     last_logits,
@@ -47,6 +48,8 @@ class TalkerPrefill:
 
     embeds: torch.Tensor  # [P + 2, thinker hidden]
     text_ids: torch.Tensor  # [1, P + 2]: prompt, voice BOS, first reply token (for RoPE positions)
+    # the thinker prompt's multimodal positions [3, P] (a prompt with pictures); None: text and audio only
+    prompt_positions: torch.Tensor | None = None
 
 
 class HFTalker(TalkerModel):
@@ -116,7 +119,8 @@ class HFTalker(TalkerModel):
         num_prompt = len(prompt.consumed_ids)
         # the codec ids of the prefill positions: the history generate's repetition penalty sees
         token_ids = [self.codec_mask] * num_prompt + [self.codec_pad, self.codec_bos]
-        payload = TalkerPrefill(embeds=embeds, text_ids=torch.tensor([text_ids], device=self.device))
+        payload = TalkerPrefill(embeds=embeds, text_ids=torch.tensor([text_ids], device=self.device),
+                                prompt_positions=prompt.extra)
         return Prefill(token_ids=token_ids, payload=payload)
 
     @with_threads
@@ -176,7 +180,10 @@ class HFTalker(TalkerModel):
             codec = self.module.get_input_embeddings()
             tail = codec(torch.tensor([self.codec_pad, self.codec_bos], device=self.device))
             embeds = torch.cat([embeds[:-2], embeds[-2:] + tail], dim=0)
-        positions, cache.rope_delta = prompt_positions(self.module, payload.text_ids)
+        if payload.prompt_positions is None:
+            positions, cache.rope_delta = prompt_positions(self.module, payload.text_ids)
+        else:  # generate's talker places a picture's positions as the thinker did, then BOS and the first token
+            positions, cache.rope_delta = continued_positions(payload.prompt_positions, 2)
         return self._forward(cache, embeds[None], positions.to(self.device))
 
     @torch.no_grad()

@@ -11,6 +11,7 @@ from omni_cli.backends.base import (
     AR_TOKEN,
     ARStepInput,
     ARStepOutput,
+    ImageRows,
     ListenPrompt,
     PromptTurn,
     ThinkerModel,
@@ -56,6 +57,7 @@ class HFThinker(ThinkerModel):
         self.suppress_token_ids: frozenset[int] = frozenset()  # generate suppresses nothing on the thinker
         self.max_positions = int(self.text_config.max_position_embeddings)
         self.vocab_size = int(self.text_config.vocab_size)
+        self.seconds_position = int(self.module.config.position_id_per_seconds)  # TMRoPE: time positions a second
 
     def _eos_ids(self) -> list[int]:
         # generate stops the thinker at its generation config's EOS; a config without one falls back to
@@ -144,6 +146,7 @@ class HFThinker(ThinkerModel):
         if is_prefill:
             mrope, cache.rope_delta = prompt_positions(self.module, ids)
             mrope = mrope.to(self.device)
+            cache.prompt_mrope.append(mrope[:, 0])  # a prefill in parts goes on from here
         else:
             mrope = decode_positions(cache, ids.shape[1], self.device)
         # generate passes [text; t; h; w] positions (4 rows): the text row drives the causal mask
@@ -166,21 +169,41 @@ class HFThinker(ThinkerModel):
 
     @torch.no_grad()
     def _prefill_part(self, inp: ARStepInput) -> ARStepOutput:
-        """One part of a turn that heard audio: text ids, or an audio block's rows at its <|AUDIO|> positions,
-        appended to the cache. Audio alone keeps TMRoPE's three rows equal to the text positions (get_rope_index
-        gives audio positions in order, delta 0), so every part continues where the last one stopped."""
+        """One part of a turn that saw pictures or heard audio: text ids, an audio block's rows at its <|AUDIO|>
+        positions, or a picture's rows at its <|IMAGE|> positions, appended to the cache. Text and audio take
+        the next positions in all three TMRoPE rows; a picture takes (t, h, w) offsets from there (get_rope_index's
+        placement), and what follows it starts after its largest position: the rope delta carries that."""
         cache: ARCache = inp.cache
-        if cache.rope_delta:
-            raise ValueError("a prefill in parts continues a prompt of text and audio only")
         n, start = len(inp.token_ids), cache.num_positions
+        first = start + cache.rope_delta  # the next multimodal position
         if inp.prefill is None:
             embeds = self.module.get_input_embeddings()(torch.tensor([list(inp.token_ids)], device=self.device))
         else:
-            embeds = inp.prefill.to(self.device, self.dtype)[None]
-        positions = torch.arange(start, start + n, device=self.device).view(1, 1, -1).expand(4, 1, -1)
+            rows = inp.prefill.rows if isinstance(inp.prefill, ImageRows) else inp.prefill
+            embeds = rows.to(self.device, self.dtype)[None]
+        if isinstance(inp.prefill, ImageRows):
+            mrope = grid_positions(inp.prefill.grid, first, self.seconds_position).to(self.device)
+        else:
+            mrope = torch.arange(first, first + n, device=self.device).view(1, -1).expand(3, -1)
+        text = torch.arange(start, start + n, device=self.device).view(1, -1)
+        positions = torch.cat([text, mrope], dim=0)[:, None]  # [text; t; h; w]: the text row drives the mask
         out = self.module(inputs_embeds=embeds, position_ids=positions, cache=cache.kv, use_cache=True,
                           output_hidden_states=True, return_dict=True)
         cache.num_positions += n
-        # generate hands the talker zeros at audio positions in place of their input rows
+        cache.rope_delta = int(mrope.max()) + 1 - cache.num_positions
+        cache.prompt_mrope.append(mrope)
+        # generate hands the talker zeros at audio and image positions in place of their input rows
         handed = out.hidden_states[0][0] if inp.prefill is None else torch.zeros_like(out.hidden_states[0][0])
-        return ARStepOutput(logits=last_logits(out.logits), hidden=out.hidden_states[-1][0], embeds=handed)
+        # the prompt's positions so far: the last part's reach the talker, which places the prompt as this did
+        return ARStepOutput(logits=last_logits(out.logits), hidden=out.hidden_states[-1][0], embeds=handed,
+                            extra=torch.cat(cache.prompt_mrope, dim=1))
+
+
+def grid_positions(grid: tuple[int, int, int], first: int, seconds_position: int) -> torch.Tensor:
+    """[3, t * h * w] positions of a picture's rows in row-major (t, h, w) order, from `first`: time steps
+    `seconds_position` apart (one per grid step, as get_rope_index places an image), rows and columns one apart."""
+    t, h, w = grid
+    ts = (torch.arange(t) * seconds_position).view(-1, 1, 1).expand(t, h, w)
+    hs = torch.arange(h).view(1, -1, 1).expand(t, h, w)
+    ws = torch.arange(w).view(1, 1, -1).expand(t, h, w)
+    return torch.stack([ts.flatten(), hs.flatten(), ws.flatten()]) + first

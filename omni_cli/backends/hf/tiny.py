@@ -71,6 +71,20 @@ def save_feature_extractor(directory: Path, num_mel_bins: int) -> None:
     WhisperFeatureExtractor(feature_size=num_mel_bins, sampling_rate=16000).save_pretrained(directory)
 
 
+def save_image_processor(directory: Path, vision_config: Any, min_pixels: int, max_pixels: int) -> None:
+    """The image half of the processor (Qwen2VLImageProcessor's settings at the vision tower's patch sizes), in
+    the same preprocessor_config.json as the feature extractor's, as a released checkpoint ships it."""
+    file = directory / "preprocessor_config.json"
+    config = json.loads(file.read_text()) if file.is_file() else {}
+    config.update({
+        "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2_5OmniProcessor",
+        "patch_size": vision_config.patch_size, "merge_size": vision_config.spatial_merge_size,
+        "temporal_patch_size": vision_config.temporal_patch_size, "min_pixels": min_pixels, "max_pixels": max_pixels,
+        "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
+    })
+    file.write_text(json.dumps(config, indent=2) + "\n")
+
+
 def _first_new_at(tokens: list[int], index: int, avoid: set[int]) -> int:
     """A token of `tokens` at or after `index` that does not occur before it (nor in `avoid`)."""
     for i in range(index, len(tokens)):
@@ -102,6 +116,9 @@ def _build(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     save_tokenizer(directory, config.thinker_config.text_config.vocab_size)
     save_feature_extractor(directory, config.thinker_config.audio_config.num_mel_bins)
+    vision = config.thinker_config.vision_config
+    side = vision.patch_size * vision.spatial_merge_size
+    save_image_processor(directory, vision, 4 * side * side, 64 * side * side)  # 4 to 64 positions a picture
     torch.save(spk, directory / "spk_dict.pt")
     model.save_pretrained(directory)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from omni_cli.backends.base import ListenPrompt, PromptTurn, ThinkerPrompt
 
 AUDIO_TOKENS = ("<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>")  # Qwen2.5-Omni's processor: bos, N x AUDIO, eos
+IMAGE_TOKENS = ("<|vision_bos|>", "<|IMAGE|>", "<|vision_eos|>")  # ... and bos, N x IMAGE, eos for a picture
 
 CHAT = "chat"
 ECHO = "echo"
@@ -19,7 +21,8 @@ class PromptBuilder:
     The template is written out rather than taken from the checkpoint: the processor's template lives in
     chat_template.json, which AutoTokenizer does not read, and for text-only turns it renders exactly
     `<|im_start|>{role}\\n{content}<|im_end|>\\n` per turn plus the assistant header (an audio part is
-    `<|audio_bos|><|AUDIO|><|audio_eos|>`, widened to the clip's rows where the thinker prefills it).
+    `<|audio_bos|><|AUDIO|><|audio_eos|>`, a picture `<|vision_bos|><|IMAGE|><|vision_eos|>`, each widened to its
+    rows where the thinker prefills it).
     """
 
     def __init__(self, tokenizer: Any, system_prompt: str, echo_instruction: str):
@@ -42,21 +45,28 @@ class PromptBuilder:
         raise ValueError(f"unknown prompt mode {mode!r} (chat | echo)")
 
     def conversation(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
-        """The chat template's rendering of `turns` (each clip of a user turn as <|audio_bos|><|AUDIO|><|audio_eos|>
-        before its text, the processor's order for audio parts before a text part; assistant turns as their text),
-        then the assistant's header: the ids either side of each clip's <|AUDIO|> positions."""
-        clips = sum(t.num_clips for t in turns)
-        if not clips:
-            return ListenPrompt([self._plain_ids(self._chat_text(turns), allow_special=True)], -1)
-        ids = [self.special_id(t) for t in AUDIO_TOKENS]
-        missing = [t for t, i in zip(AUDIO_TOKENS, ids, strict=True) if i is None]
+        """The chat template's rendering of `turns` (a user turn's pictures, then its clips, then its text, the
+        processor's order for image, audio and text parts; assistant turns as their text), then the assistant's
+        header: the ids around each picture's <|IMAGE|> and each clip's <|AUDIO|> positions."""
+        wanted = [(AUDIO_TOKENS, "take audio", sum(t.num_clips for t in turns)),
+                  (IMAGE_TOKENS, "see", sum(t.num_images for t in turns))]
+        audio_id, image_id = (self.require(tokens, what)[1] if n else -1 for tokens, what, n in wanted)
+        markers = {AUDIO_TOKENS[1]: "audio", IMAGE_TOKENS[1]: "image"}
+        if any(m in t.text for t in turns for m in markers):
+            raise ValueError("a turn's text holds <|AUDIO|> or <|IMAGE|>, a placeholder of heard or seen input")
+        pattern = "(" + "|".join(re.escape(m) for m in markers) + ")"
+        split = re.split(pattern, self._chat_text(turns))
+        pieces = [self._plain_ids(p, allow_special=True) for p in split[::2]]
+        slots = [markers[m] for m in split[1::2]]
+        return ListenPrompt(pieces[0], pieces[-1] if slots else [], audio_id, image_id, pieces, slots)
+
+    def require(self, tokens: tuple[str, ...], what: str) -> list[int]:
+        """The ids of `tokens`; a tokenizer without one of them is refused in one line naming them."""
+        ids = [self.special_id(t) for t in tokens]
+        missing = [t for t, i in zip(tokens, ids, strict=True) if i is None]
         if missing:
-            raise ValueError(f"the checkpoint's tokenizer has no {', '.join(missing)}: it cannot take audio")
-        marker = AUDIO_TOKENS[1]
-        if any(marker in t.text for t in turns):
-            raise ValueError(f"a turn's text holds {marker}, the audio placeholder")
-        pieces = self._chat_text(turns).split(marker)
-        return ListenPrompt([self._plain_ids(p, allow_special=True) for p in pieces], ids[1])
+            raise ValueError(f"the checkpoint's tokenizer has no {', '.join(missing)}: it cannot {what}")
+        return ids
 
     def decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
@@ -70,8 +80,9 @@ class PromptBuilder:
         return self._plain_ids(self._chat_text([PromptTurn("user", user_text)], system), allow_special=True)
 
     def _chat_text(self, turns: Sequence[PromptTurn], system: str | None = None) -> str:
-        clip = "".join(AUDIO_TOKENS)
-        body = "".join(f"<|im_start|>{t.role}\n{clip * t.num_clips}{t.text}<|im_end|>\n" for t in turns)
+        clip, picture = "".join(AUDIO_TOKENS), "".join(IMAGE_TOKENS)
+        body = "".join(f"<|im_start|>{t.role}\n{picture * t.num_images}{clip * t.num_clips}{t.text}<|im_end|>\n"
+                       for t in turns)
         return f"<|im_start|>system\n{system or self.system_prompt}<|im_end|>\n{body}<|im_start|>assistant\n"
 
     def _plain_ids(self, text: str, allow_special: bool = False) -> list[int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...spec.card import CardSpec
+from .eyes import NumpyImageEncoder
 from .listener import NumpyAudioEncoder
 from .params import PARAMS, TalkerParams, ThinkerParams, VocoderParams
 from .talker import NumpyTalker
@@ -31,4 +32,7 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any = None, on_load:
     if "audio_encoder" in by_role:  # a card that listens
         name = by_role["audio_encoder"]
         built[name] = NumpyAudioEncoder(name, params[name], card.seed, thinker_params.d_model)
+    if "image_encoder" in by_role:  # a card that sees
+        name = by_role["image_encoder"]
+        built[name] = NumpyImageEncoder(name, params[name], card.seed, thinker_params.d_model)
     return built

@@ -69,7 +69,21 @@ class AudioEncoderParams(ParamsSchema):
         return out
 
 
-PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams, "audio_encoder": AudioEncoderParams}
+@dataclass
+class ImageEncoderParams(ParamsSchema):
+    patch_size: int = bounded(8, min=2, max=64, doc="pixels per patch side; a patch is one thinker position")
+    max_grid: int = bounded(8, min=1, max=64, doc="patches per side at most (a larger picture is scaled down)")
+    d_model: int = bounded(32, min=8, max=1024)
+    num_layers: int = bounded(1, min=1, max=16)
+    num_heads: int = bounded(2, min=1, max=32)
+    max_images: int = bounded(8, min=1, max=64, doc="the most pictures one request may carry")
+
+    def problems(self) -> list[tuple[str, str]]:
+        return _head_problems(self.d_model, self.num_heads)
+
+
+PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams, "audio_encoder": AudioEncoderParams,
+          "image_encoder": ImageEncoderParams}
 
 
 @dataclass(frozen=True)
@@ -90,7 +104,7 @@ def weight_bytes(card: Any, params: dict[str, Any]) -> int:
     by_role = {spec.role: params[name] for name, spec in card.components.items()}
     th, tk, vc = by_role["thinker"], by_role["talker"], by_role["vocoder"]
     vocab, codes = 261, tk.codebook_size + 3  # the thinker's byte vocabulary; the talker's codes and specials
-    floats = _decoder_floats(th.d_model, th.num_layers, th.num_heads, th.max_positions) + (2 * vocab + 3) * th.d_model
+    floats = _decoder_floats(th.d_model, th.num_layers, th.num_heads, th.max_positions) + (2 * vocab + 6) * th.d_model
     floats += _decoder_floats(tk.d_model, tk.num_layers, tk.num_heads, tk.max_positions) + 2 * codes * tk.d_model
     floats += 2 * th.d_model * tk.d_model + max(1, len(card.voices)) * tk.d_model
     h, k = vc.hidden, vc.kernel_codes
@@ -98,6 +112,8 @@ def weight_bytes(card: Any, params: dict[str, Any]) -> int:
     floats += h * (3 + vc.num_harmonics) + 64 * 480 + vc.num_harmonics
     if "audio_encoder" in by_role:
         floats += audio_encoder_floats(by_role["audio_encoder"], th.d_model)
+    if "image_encoder" in by_role:
+        floats += image_encoder_floats(by_role["image_encoder"], th.d_model)
     return 4 * floats
 
 
@@ -106,3 +122,9 @@ def audio_encoder_floats(p: AudioEncoderParams, thinker_width: int) -> int:
     d = p.d_model
     floats = p.frame_samples * 2 * p.num_bands + 2 * p.num_bands * d + (p.block_frames // 2) * d
     return floats + p.num_layers * (2 * d + 8 * d * d) + d + d * thinker_width
+
+
+def image_encoder_floats(p: ImageEncoderParams, thinker_width: int) -> int:
+    """The patch embedding, row and column positions, layers, and the projection."""
+    d = p.d_model
+    return 3 * p.patch_size ** 2 * d + 2 * p.max_grid * d + p.num_layers * (2 * d + 8 * d * d) + d + d * thinker_width

@@ -11,6 +11,7 @@ from ..base import (
     AR_TOKEN,
     ARStepInput,
     ARStepOutput,
+    ImageRows,
     ListenPrompt,
     PromptTurn,
     ThinkerModel,
@@ -25,6 +26,7 @@ BOS, EOS, PAD, SPEAK, CHAT = 256, 257, 258, 259, 260
 VOCAB_SIZE = 261
 # heard audio: a position per encoded row, between two markers; never sampled (the head stops at VOCAB_SIZE)
 AUDIO, AUDIO_BOS, AUDIO_EOS = 261, 262, 263
+IMAGE, VISION_BOS, VISION_EOS = 264, 265, 266  # a seen picture likewise: a position per encoded patch
 
 
 class NumpyThinker(ThinkerModel):
@@ -36,8 +38,9 @@ class NumpyThinker(ThinkerModel):
         self.decoder = Decoder(ws, params.d_model, params.num_layers, params.num_heads, params.max_positions)
         self.embedding = ws.table(VOCAB_SIZE, params.d_model, scale=0.5)
         self.head = ws.matrix(params.d_model, VOCAB_SIZE, scale=2.0)
-        # drawn apart from the rest, so a card without an audio encoder keeps every weight it had
-        self.markers = WeightSource(seed, 6).table(3, params.d_model, scale=0.5)
+        # drawn apart from the rest, so a card without input encoders keeps every weight it had (the image
+        # markers are drawn after the audio ones, which stay as they were)
+        self.markers = WeightSource(seed, 6).table(6, params.d_model, scale=0.5)
         self.d_model = params.d_model
         self.max_positions = params.max_positions
         self.eos_token_ids = frozenset({EOS})
@@ -51,20 +54,26 @@ class NumpyThinker(ThinkerModel):
         return ThinkerPrompt([BOS, CHAT, *data, SPEAK], None)
 
     def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
-        """BOS, then per user turn CHAT, each clip as AUDIO_BOS rows AUDIO_EOS, its text bytes; per assistant
-        turn SPEAK, its text bytes, EOS; then SPEAK, where the reply begins."""
-        runs, ids = [], [BOS]
+        """BOS, then per user turn CHAT, each picture as VISION_BOS rows VISION_EOS, each clip as AUDIO_BOS rows
+        AUDIO_EOS, its text bytes; per assistant turn SPEAK, its text bytes, EOS; then SPEAK, where the reply
+        begins."""
+        pieces: list[list[int]] = []
+        slots: list[str] = []
+        ids = [BOS]
         for turn in turns:
             data = list(turn.text.encode("utf-8"))
             if turn.role == "assistant":
                 ids += [SPEAK, *data, EOS]
                 continue
             ids.append(CHAT)
-            for _ in range(turn.num_clips):
-                runs.append([*ids, AUDIO_BOS])
-                ids = [AUDIO_EOS]
+            media = [("image", VISION_BOS, VISION_EOS)] * turn.num_images
+            for slot, opens, closes in media + [("audio", AUDIO_BOS, AUDIO_EOS)] * turn.num_clips:
+                pieces.append([*ids, opens])
+                slots.append(slot)
+                ids = [closes]
             ids += data
-        return ListenPrompt([*runs, [*ids, SPEAK]], AUDIO)
+        pieces.append([*ids, SPEAK])
+        return ListenPrompt(pieces[0], pieces[-1] if slots else [], AUDIO, IMAGE, pieces, slots)
 
     def decode_text(self, token_ids: list[int]) -> str:
         return bytes([t for t in token_ids if t < 256]).decode("utf-8", errors="replace")  # a list: faster than a generator
@@ -95,7 +104,8 @@ class NumpyThinker(ThinkerModel):
         if kind not in (AR_PREFILL, AR_TOKEN):
             raise ValueError(f"thinker cannot run {kind!r}")
         # a prefill part of heard audio brings its rows; every other input is embedded from its tokens
-        embeds = [self.embed_tokens(i.token_ids) if i.prefill is None else i.prefill for i in inputs]
+        embeds = [self.embed_tokens(i.token_ids) if i.prefill is None
+                  else i.prefill.rows if isinstance(i.prefill, ImageRows) else i.prefill for i in inputs]
         hidden = self.decoder.forward(embeds, [i.cache for i in inputs])
         last = np.stack([h[-1] for h in hidden])
         logits = linear(last, self.head)

@@ -1,0 +1,80 @@
+"""The numpy image encoder: a picture scaled to a grid of patches, a small transformer over them all."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import IMAGE, ImageEncoderModel, ImageInput, ImageRows
+from .nn import WeightSource, linear, rms_norm, silu, softmax
+from .params import ImageEncoderParams
+
+
+class NumpyImageEncoder(ImageEncoderModel):
+    """RGB pixels -> `patch_size` squares (the picture scaled, nearest pixel, to at most `max_grid` patches a side)
+    -> patch embedding plus row and column positions -> layers in which every patch sees the whole picture ->
+    the thinker's width. One row per patch, in row-major order: grid (1, rows, columns)."""
+
+    role = "image_encoder"
+
+    def __init__(self, name: str, params: ImageEncoderParams, seed: int, thinker_width: int):
+        self.name = name
+        self.patch_size, self.max_grid = params.patch_size, params.max_grid
+        self.max_images = params.max_images
+        self.d_model, self.num_heads = params.d_model, params.num_heads
+        ws = WeightSource(seed, 7)
+        d = params.d_model
+        self.patch_in = ws.matrix(3 * params.patch_size ** 2, d, scale=2.0)
+        self.row_pos = ws.table(params.max_grid, d, scale=0.1)
+        self.col_pos = ws.table(params.max_grid, d, scale=0.1)
+        self.layers = [
+            {"norm1": ws.ones(d), "qkv": ws.matrix(d, 3 * d), "out": ws.matrix(d, d),
+             "norm2": ws.ones(d), "up": ws.matrix(d, 2 * d), "down": ws.matrix(2 * d, d)}
+            for _ in range(params.num_layers)
+        ]
+        self.final_norm = ws.ones(d)
+        self.proj = ws.matrix(d, thinker_width, scale=0.5)
+
+    # resources
+    def weight_bytes(self) -> int:
+        arrays = [self.patch_in, self.row_pos, self.col_pos, self.final_norm, self.proj]
+        return sum(a.nbytes for a in arrays) + sum(w.nbytes for layer in self.layers for w in layer.values())
+
+    def rows_for(self, width: int, height: int) -> tuple[int, int, int]:
+        side = lambda n: min(self.max_grid, max(1, round(n / self.patch_size)))  # noqa: E731
+        return 1, side(height), side(width)
+
+    def max_rows(self) -> int:
+        return self.max_grid * self.max_grid
+
+    def step_bytes(self, width: int, height: int) -> int:
+        _, h, w = self.rows_for(width, height)
+        n = h * w
+        return 4 * (width * height * 3 + n * 3 * self.patch_size ** 2 + 6 * n * self.d_model + self.num_heads * n * n)
+
+    # work
+    def run(self, kind: str, inputs: list[ImageInput]) -> list[ImageRows]:
+        if kind != IMAGE:
+            raise ValueError(f"image encoder cannot run {kind!r}")
+        return [self.encode(i.image.pixels) for i in inputs]
+
+    def encode(self, pixels: np.ndarray) -> ImageRows:
+        height, width = pixels.shape[:2]
+        t, h, w = self.rows_for(width, height)
+        p = self.patch_size
+        ys = (np.arange(h * p) * height) // (h * p)  # nearest source pixel of each scaled row and column
+        xs = (np.arange(w * p) * width) // (w * p)
+        scaled = pixels[ys][:, xs].astype(np.float32) / np.float32(127.5) - np.float32(1.0)
+        patches = scaled.reshape(h, p, w, p, 3).transpose(0, 2, 1, 3, 4).reshape(h * w, 3 * p * p)
+        x = silu(linear(patches, self.patch_in))
+        x = x + (self.row_pos[:h, None] + self.col_pos[None, :w]).reshape(h * w, self.d_model)
+        for layer in self.layers:
+            x = x + linear(self._attend(rms_norm(x, layer["norm1"]), layer), layer["out"])
+            x = x + linear(silu(linear(rms_norm(x, layer["norm2"]), layer["up"])), layer["down"])
+        return ImageRows(linear(rms_norm(x, self.final_norm), self.proj), (t, h, w))
+
+    def _attend(self, x: np.ndarray, layer: dict) -> np.ndarray:
+        n, dh = x.shape[0], self.d_model // self.num_heads
+        heads = linear(x, layer["qkv"]).reshape(n, 3, self.num_heads, dh).transpose(1, 2, 0, 3)
+        scores = np.matmul(heads[0], heads[1].transpose(0, 2, 1)) * np.float32(1.0 / np.sqrt(dh))
+        out = np.matmul(softmax(scores), heads[2])  # every patch sees the whole picture
+        return out.transpose(1, 0, 2).reshape(n, self.d_model)

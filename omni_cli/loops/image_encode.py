@@ -1,0 +1,88 @@
+"""image_encode: the request's pictures through a vision encoder, one WorkUnit per picture."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.base import IMAGE, ImageEncoderModel, ImageInput, ImageRows
+from ..spec import SpecError, SpecIssue
+from ..spec.card import LoopSpec
+from .base import DONE, Done, Footprint, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, OutputBound, Wait, WorkPlan
+from .channel import Channel
+from .registry import register_loop_kind
+
+
+@dataclass
+class ImageEncodeState(LoopState):
+    images: tuple = ()  # SeenImage (audio/seen.py) in the order the thinker reads them
+    out: Channel | None = None
+    num_rows: int = 0
+    stop_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class SeenRows:
+    """One encoded picture: its rows and their grid of thinker positions."""
+
+    index: int
+    image: ImageRows
+
+
+@register_loop_kind
+class ImageEncodeLoop(Loop):
+    """Picture k is WorkUnit k. A picture is one WorkUnit, not one per attention window: Qwen2.5-Omni's vision
+    tower has full-attention layers (`fullatt_block_indexes`) in which every patch sees the whole picture, so a
+    window encoded alone is not the picture's rows for it; each picture attends only to itself, so one encoded
+    alone equals it encoded beside others (tests/hf/test_hf_see.py checks both)."""
+
+    kind = "image_encode"
+    work_unit = IMAGE
+    roles = ("image_encoder",)
+    reads, makes = "images", "image_rows"
+    output = Channel
+    spec: LoopSpec
+    component: ImageEncoderModel
+
+    def init(self, feed: Any, out: Channel, request: LoopRequest) -> ImageEncodeState:
+        images = tuple(feed or ())
+        if len(images) > self.component.max_images:
+            raise SpecError([SpecIssue("<request>", None, "images", f"{len(images)} images; the image encoder "
+                                       f"takes at most {self.component.max_images}")])
+        state = ImageEncodeState(loop_id=self.loop_id, request_id=request.request_id, images=images, out=out)
+        if not images:
+            self._finish(state, "no_images")
+        return state
+
+    def footprint(self, state: ImageEncodeState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
+        c = self.component
+        peak = max((c.step_bytes(*image.size) for image in state.images), default=0)
+        return Footprint(peak_step_bytes=peak), OutputBound(len(state.images) * c.max_rows())
+
+    def next(self, state: ImageEncodeState) -> WorkPlan | Wait | Done:
+        if state.status is LoopStatus.FINISHED:
+            return DONE
+        state.status = LoopStatus.RUNNING
+        image = state.images[state.step]
+        return WorkPlan(IMAGE, state.step, (self.loop_id, IMAGE), self.component.step_bytes(*image.size),
+                        ImageInput(image, state.step))
+
+    def advance(self, state: ImageEncodeState, plan: WorkPlan, output: ImageRows) -> ImageEncodeState:
+        state.step += 1
+        state.num_rows += len(output.rows)
+        state.out.put(SeenRows(plan.step, output))
+        if state.step == len(state.images):
+            self._finish(state, "end")
+        return state
+
+    def _finish(self, state: ImageEncodeState, reason: str | None) -> None:
+        state.status = LoopStatus.FINISHED
+        state.stop_reason = reason
+        state.out.close()
+
+    def finalize(self, state: ImageEncodeState) -> LoopResult:
+        return LoopResult(self.loop_id, state.step, {"images": state.step, "image_positions": state.num_rows},
+                          state.stop_reason)
+
+    def abort(self, state: ImageEncodeState) -> None:
+        self._finish(state, None)

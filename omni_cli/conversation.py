@@ -151,14 +151,14 @@ def append_turns(path: str | os.PathLike, turns: list[Turn]) -> None:
 def keep_heard(source: Any, path: str | os.PathLike, number: int) -> str:
     """A turn heard from a stream (`--audio -`) kept beside the history as HISTORY.audio/NNNN.wav (float samples at
     the stream's own rate, so hearing it again encodes the same rows); written whole, then renamed into place."""
-    import soundfile
+    from .audio.heard import write_heard
 
     folder = Path(f"{path}.audio")
     folder.mkdir(exist_ok=True)
     final = folder / f"{number:04d}.wav"
     partial = folder / f".{number:04d}.wav.partial"
     try:
-        soundfile.write(partial, source.arrived(), source.sample_rate, subtype="FLOAT", format="WAV")
+        write_heard(source, partial)
         os.replace(partial, final)
     except BaseException:
         partial.unlink(missing_ok=True)

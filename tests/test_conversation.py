@@ -12,7 +12,7 @@ from test_listen import clip, streamed
 
 from omni_cli.api import load
 from omni_cli.audio.source import AudioSource
-from omni_cli.backends.base import AR_PREFILL
+from omni_cli.backends.base import AR_PREFILL, ImageRows
 from omni_cli.backends.toy.thinker import AUDIO, AUDIO_BOS, AUDIO_EOS, BOS, CHAT, EOS, SPEAK
 from omni_cli.conversation import HistoryError, Turn, append_turns, read_history
 from omni_cli.engine import Engine
@@ -38,7 +38,8 @@ def prefilled_rows(program, request: SpeakRequest) -> tuple[np.ndarray, list[int
     def spy(kind, inputs):
         if kind == AR_PREFILL:
             for i in inputs:
-                rows.append(thinker.embed_tokens(i.token_ids) if i.prefill is None else i.prefill)
+                given = i.prefill.rows if isinstance(i.prefill, ImageRows) else i.prefill  # a picture: with its grid
+                rows.append(thinker.embed_tokens(i.token_ids) if given is None else given)
                 ids.extend(i.token_ids)
         return real_run(kind, inputs)
 
@@ -151,3 +152,24 @@ def test_an_append_is_whole_lines_or_nothing(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert [t.text for t in read_history(path)] == ["hi", "yo"]
+
+
+def test_an_earlier_turns_picture_is_seen_again(chat):
+    from omni_cli.audio.seen import SeenImage
+    from omni_cli.backends.base import IMAGE as IMAGE_UNIT
+    from omni_cli.backends.base import ImageInput
+    from omni_cli.backends.toy.thinker import IMAGE, VISION_BOS, VISION_EOS
+
+    rng = np.random.default_rng(3)
+    picture = SeenImage(rng.integers(0, 256, (40, 56, 3), dtype=np.uint8), "a picture")
+    history = (PriorTurn("user", "see", (whole(clip(1.2, 8)),), (picture,)), PriorTurn("assistant", "ok"))
+    rows, ids, result = prefilled_rows(chat, SpeakRequest("and?", mode="chat", max_tokens=4, history=history))
+    thinker, encoder = chat.roles["thinker"], chat.roles["audio_encoder"]
+    seen = chat.roles["image_encoder"].run(IMAGE_UNIT, [ImageInput(picture, 0)])[0].rows
+    heard = encoder.encode_whole(clip(1.2, 8))
+    head, middle = [BOS, CHAT, VISION_BOS], [VISION_EOS, AUDIO_BOS]
+    tail = [AUDIO_EOS, *b"see", SPEAK, *b"ok", EOS, CHAT, *b"and?", SPEAK]
+    assert ids == head + [IMAGE] * len(seen) + middle + [AUDIO] * len(heard) + tail
+    expected = np.concatenate([thinker.embed_tokens(head), seen, thinker.embed_tokens(middle), heard,
+                               thinker.embed_tokens(tail)])
+    assert len(seen) and np.array_equal(rows, expected) and result.error is None

@@ -3,10 +3,10 @@
     python -m omni_cli.backends.hf.tiny ./tiny-omni
     OMP_NUM_THREADS=1 python examples/hf_listen_profile.py ./tiny-omni [--seconds 10] [--rounds 3]
 
-The question is pushed at real time, as in hf_listen_first_audio.py; every WorkUnit that ends after its last
-sample is listed with its start and duration (ms after the end of the audio), grouped as the path to the first
-audio: the last audio block, the prefill of the rest of the turn, the thinker tokens before the talker starts,
-the talker tokens before the first vocoder chunk, the vocoder's first chunk. Medians over the rounds.
+The question is pushed at real time, as in hf_listen_first_audio.py; from the WorkUnits folded in after its last
+sample, the milestones on the path to the first audio (ms after that sample): the last audio block encoded, the
+rest of the turn prefilled, the first thinker token, the talker's prefill and first token, its last token before
+the first vocoder chunk, and that chunk. Medians over the rounds.
 """
 
 from __future__ import annotations
@@ -57,6 +57,27 @@ def one_round(program, clip, max_tokens: int) -> tuple[float, list[tuple[str, st
     return first - end, rows
 
 
+MILESTONES = [  # (label, loop, kind, which): when the first or last such WorkUnit was folded in
+    ("last audio block encoded", "audio_encode", "audio_block", max),
+    ("rest of the turn prefilled", "thinker_decode", "ar_prefill", max),
+    ("first thinker token", "thinker_decode", "ar_token", min),
+    ("talker prefilled", "talker_decode", "ar_prefill", max),
+    ("first talker token", "talker_decode", "ar_token", min),
+    ("last talker token before audio", "talker_decode", "ar_token", max),
+    ("first vocoder chunk made", "vocoder", "audio_chunk", min),
+]
+
+
+def milestones(rows) -> dict[str, float]:
+    """ms after the end of the audio at which each milestone was reached (folded), from one round's units."""
+    out = {}
+    for label, loop, kind, which in MILESTONES:
+        ends = [start + dur for l, k, start, dur in rows if l == loop and k == kind]
+        if ends:
+            out[label] = which(ends) * 1000
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint")
@@ -69,26 +90,20 @@ def main() -> None:
 
     program = load("qwen2_5_omni", "chat", settings={"model_path": args.checkpoint})
     one_round(program, question(1.0), args.max_tokens)  # warm-up
-    firsts, spans = [], defaultdict(list)
+    firsts, marks, counts = [], defaultdict(list), defaultdict(list)
     for _ in range(args.rounds):
         first, rows = one_round(program, question(args.seconds), args.max_tokens)
-        firsts.append(first)
-        per = defaultdict(lambda: [0, 0.0, None])
-        for loop, kind, start, dur in rows:
-            entry = per[(loop, kind)]
-            entry[0] += 1
-            entry[1] += dur
-            entry[2] = start if entry[2] is None else min(entry[2], start)
-        for key, (count, total, start) in per.items():
-            spans[key].append((count, total, start))
-        print("round:", ", ".join(f"{loop}/{kind} x{n} {t * 1000:.1f} ms from {s * 1000:.1f}"
-                                  for (loop, kind), (n, t, s) in sorted(per.items(), key=lambda kv: kv[1][2])))
-    print(f"end of audio -> first reply audio: median {statistics.median(firsts) * 1000:.1f} ms "
-          f"({', '.join(f'{f * 1000:.0f}' for f in firsts)})")
-    for (loop, kind), values in sorted(spans.items(), key=lambda kv: statistics.median(v[2] for v in kv[1])):
-        print(f"  {loop:>15} {kind:<12} x{statistics.median(v[0] for v in values):>4.0f}  "
-              f"{statistics.median(v[1] for v in values) * 1000:>7.1f} ms busy, "
-              f"first starts {statistics.median(v[2] for v in values) * 1000:>6.1f} ms after the end")
+        firsts.append(first * 1000)
+        for label, ms in milestones(rows).items():
+            marks[label].append(ms)
+        for loop, kind in {(l, k) for l, k, _, _ in rows}:
+            counts[f"{loop} {kind}"].append(sum(1 for l, k, _, _ in rows if (l, k) == (loop, kind)))
+    print(f"{args.seconds:g} s question, {args.rounds} rounds (medians, ms after the question's last sample):")
+    for label, _, _, _ in MILESTONES:
+        if marks[label]:
+            print(f"  {label:<32} {statistics.median(marks[label]):>8.1f}")
+    print(f"  {'first reply audio':<32} {statistics.median(firsts):>8.1f}")
+    print("  WorkUnits after the end: " + ", ".join(f"{k} {statistics.median(v):g}" for k, v in sorted(counts.items())))
 
 
 if __name__ == "__main__":

@@ -101,13 +101,18 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=8, help="the reply's thinker tokens (both sides)")
     parser.add_argument("--talker-max-tokens", type=int, default=64, help="generate's talker_max_new_tokens")
     parser.add_argument("--placement", default=None, help="ours: where components run (e.g. thread)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a card value for ours, as `omni --set` takes it (e.g. loops.vocoder.first_chunk_codes=[4])")
     args = parser.parse_args()
 
     from transformers import WhisperFeatureExtractor
 
     from omni_cli.api import load
 
-    program = load("qwen2_5_omni", "chat", settings={"model_path": args.checkpoint})
+    import yaml
+
+    overrides = {key: yaml.safe_load(value) for key, value in (kv.split("=", 1) for kv in args.set)}
+    program = load("qwen2_5_omni", "chat", settings={"model_path": args.checkpoint}, overrides=overrides)
     features = WhisperFeatureExtractor.from_pretrained(args.checkpoint)
     ours(program, question(1.0), args.max_tokens, args.placement)  # warm-up: first shapes, compiled files loaded
     generate(program, features, question(1.0), args.max_tokens, args.talker_max_tokens)

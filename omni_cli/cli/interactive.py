@@ -80,6 +80,7 @@ class Conversation:
         from .outputs import Utterance
 
         request = replace(self.template, text=text, history=tuple(self.prior))
+        kept = sum(1 for turn in self.prior for clip in turn.audio if clip.encoded)  # encoded by an earlier reply
         try:
             handle = self.engine.submit(request)
         except SpecError as exc:
@@ -102,7 +103,9 @@ class Conversation:
         finally:
             signal.signal(signal.SIGINT, previous)
         self.router.done(utt)
-        self._end(text, utt, done)
+        if self._end(text, utt, done) and kept and not self.quiet:
+            clips, them = ("clips", "them") if kept > 1 else ("clip", "it")
+            say(f"(heard {kept} earlier {clips} again without encoding {them})\n")
 
     def _stream(self, handle, utt):
         from ..spec.stream import AudioChunk, RequestDone, TextPiece
@@ -121,18 +124,18 @@ class Conversation:
             say("\n")
         return done
 
-    def _end(self, text: str, utt, done) -> None:
-        """Keep the turn once its reply ended well (in memory, and appended to --history)."""
+    def _end(self, text: str, utt, done) -> bool:
+        """Keep the turn once its reply ended well (in memory, and appended to --history); whether it did."""
         from ..spec import PriorTurn
         from ..spec.stream import RequestStatus
         from .chat_turns import reply_turn
 
         if done is None or done.status is RequestStatus.CANCELLED:
             say("(stopped: the turn is not kept)\n")
-            return
+            return False
         if done.error:
             error_line(done.error)
-            return
+            return False
         truncated = done.metrics.get("truncated")
         if truncated and not self.allow_truncation:
             say(f"omni: warning: the reply was cut short at {', '.join(truncated.values())} "
@@ -148,6 +151,7 @@ class Conversation:
                 append_turns(self.history, [Turn("user", text), reply])
             except OSError as exc:
                 error_line(f"--history {self.history}: cannot append the turn: {exc.strerror or exc}")
+        return True
 
 
 def say(text: str) -> None:

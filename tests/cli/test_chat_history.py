@@ -117,8 +117,23 @@ class Terminal:
     def send(self, data: bytes) -> None:
         os.write(self.leader, data)
 
+    def pump(self, seconds: float) -> None:
+        """Read what the terminal shows for `seconds` (a terminal nobody reads blocks its writer)."""
+        import select
+
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if select.select([self.leader], [], [], left)[0]:
+                try:
+                    self.seen += os.read(self.leader, 65536)
+                except OSError:  # EIO: the process closed the terminal
+                    return
+
     def close(self) -> int:
-        code = self.proc.wait(60)
+        deadline = time.monotonic() + 60
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self.pump(0.2)
+        code = self.proc.wait(1)
         os.close(self.leader)
         return code
 
@@ -140,14 +155,31 @@ def test_a_conversation_typed_on_a_terminal(spawn, home):
     assert np.array_equal(second, answer_after(turns[:2], home, "and then"))  # the first turn kept in memory
 
 
+def test_a_typed_conversation_hears_the_files_clips_once(spawn, home):
+    question(home / "q.wav")
+    (home / "talk.jsonl").write_text('{"role": "user", "text": "", "audio": ["q.wav"]}\n'
+                                     '{"role": "assistant", "text": "a tone"}\n')
+    term = Terminal(spawn, "-c", TOY, "--history", "talk.jsonl", *ANSWER)
+    term.expect(b"after 2 earlier turns")
+    term.expect(b"> ")
+    term.send(b"what was it?\n")
+    term.expect(b"> ", 2)
+    assert b"without encoding" not in term.seen  # the first reply encodes the file's clip
+    term.send(b"and then?\n")
+    term.expect(b"> ", 3)
+    term.send(b"\x04")
+    assert term.close() == 0
+    assert b"(heard 1 earlier clip again without encoding it)" in term.seen
+    assert len(lines(home / "talk.jsonl")) == 6
+
+
 def test_ctrl_c_stops_a_reply_then_ends_at_the_prompt(spawn, home):
     term = Terminal(spawn, "-c", TOY, "-o", "replies/", "--history", "talk.jsonl", "--max-tokens", "2000")
     term.expect(b"> ")
     term.send(b"hello\n")  # the toy card's reply to it runs to the 2000-token cap: tens of seconds
-    time.sleep(1.5)
+    term.pump(1.5)
     term.proc.send_signal(signal.SIGINT)
-    term.expect(b"(stopped: the turn is not kept)")
-    term.expect(b"> ", 2)
+    term.expect(b"(stopped: the turn is not kept)\r\n> ")  # the reply's own text may hold "> " too
     term.proc.send_signal(signal.SIGINT)  # at the prompt: the conversation ends
     assert term.close() == 130, term.seen.decode(errors="replace")
     assert b"Traceback" not in term.seen and not (home / "talk.jsonl").exists()

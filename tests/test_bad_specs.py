@@ -151,7 +151,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "program_op_wrong_input_count.yaml": (11, "nodes.2.inputs", "'emit_text' takes 1 input(s)"),
     "program_op_output_on_emitter.yaml": (11, "nodes.2", "produces nothing (remove `output`)"),
     "program_requires_unknown_capability.yaml": (6, "requires", "lacks capability speech_to_text"),
-    "program_input_not_request_slot.yaml": (7, "inputs.0", "a request fills only audio, text, not 'prompt'"),
+    "program_input_not_request_slot.yaml": (7, "inputs.0", "a request fills only audio, images, text, not 'prompt'"),
     "program_three_mistakes.yaml": (9, "nodes.0.colour", "unknown key"),
     "program_many_mistakes.yaml": (2, "description", "missing required key"),
     "card_default_program_path.yaml": (47, "defaults.program", "names a shipped program"),

@@ -9,10 +9,11 @@ def test_toy_card_declares_the_cascade():
     assert "text_to_speech" in card.capabilities
     kinds = {name: loop.kind for name, loop in card.loops.items()}
     assert kinds == {"thinker_decode": "ar_decode", "talker_decode": "ar_decode", "vocoder": "audio_decode",
-                     "audio_encode": "audio_encode"}  # the last is the chat program's input tower
-    assert sorted(loop.component for loop in card.loops.values()) == ["audio_encoder", "talker", "thinker", "vocoder"]
+                     "audio_encode": "audio_encode", "image_encode": "image_encode"}  # the chat program's input towers
+    assert sorted(loop.component for loop in card.loops.values()) == ["audio_encoder", "image_encoder", "talker",
+                                                                       "thinker", "vocoder"]
     slots = [loop.prompt_slot for loop in card.loops.values()]
-    assert len(set(slots)) == 4
+    assert len(set(slots)) == 5
 
 
 def test_cards_resolve_by_name_model_name_and_path():
@@ -23,7 +24,8 @@ def test_cards_resolve_by_name_model_name_and_path():
 
 
 def test_compiled_program_has_three_distinct_components_and_loop_kinds(toy):
-    comps = [c for c in toy.components.values() if c.role != "audio_encoder"]  # the chat program's input tower
+    towers = ("audio_encoder", "image_encoder")  # the chat program's input towers
+    comps = [c for c in toy.components.values() if c.role not in towers]
     assert len({id(c) for c in comps}) == 3
     assert sorted(c.role for c in comps) == ["talker", "thinker", "vocoder"]
     assert [type(loop).__name__ for loop in toy.loops.values()] == ["ARDecodeLoop", "ARDecodeLoop", "AudioDecodeLoop"]

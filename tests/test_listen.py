@@ -174,5 +174,5 @@ def test_the_chat_program_speaks_echo_requests_as_speak_does(chat):
     speak = run_alone(load("qwen2_5_omni_toy"), SpeakRequest("Hello there", mode="echo"))
     echo = run_alone(chat, SpeakRequest("Hello there", mode="echo"))
     assert echo.tokens["thinker_decode"] == speak.tokens["thinker_decode"] and echo.samples.size
-    with pytest.raises(SpecError, match="heard audio needs chat mode"):
+    with pytest.raises(SpecError, match="heard audio and seen images need chat mode"):
         chat.wire("r1", SpeakRequest("hi", mode="echo", audio=AudioSource.whole(clip(0.5, 1), RATE)), lambda e: None)

@@ -9,6 +9,7 @@ import pytest
 from omni_cli.loops import LOOP_KINDS, ARChannel, ARDecodeLoop, AudioDecodeLoop, Loop, register_loop_kind
 from omni_cli.loops.audio_encode import AudioEncodeLoop
 from omni_cli.loops.frame_decode import FrameDecodeLoop
+from omni_cli.loops.image_encode import ImageEncodeLoop
 from omni_cli.loops.sentences import PhonemizeLoop, SentenceFramesLoop
 from omni_cli.program import compile_program
 from omni_cli.spec import SpecError
@@ -17,7 +18,7 @@ from omni_cli.spec import SpecError
 def test_the_shipped_kinds_are_registered_with_what_cards_and_programs_check():
     assert LOOP_KINDS == {"ar_decode": ARDecodeLoop, "audio_decode": AudioDecodeLoop, "phonemize": PhonemizeLoop,
                           "sentence_frames": SentenceFramesLoop, "frame_decode": FrameDecodeLoop,
-                          "audio_encode": AudioEncodeLoop}
+                          "audio_encode": AudioEncodeLoop, "image_encode": ImageEncodeLoop}
     assert (ARDecodeLoop.work_unit, ARDecodeLoop.reads, ARDecodeLoop.makes) == ("ar_token", "ar_feed", "ar_stream")
     assert AudioDecodeLoop.roles == ("vocoder",)
 

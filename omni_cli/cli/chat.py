@@ -107,10 +107,10 @@ def check_senses(card: str, overrides: dict, sees: bool) -> None:
     from ..program.catalog import load_card_file
 
     spec = load_card_file(card, overrides)
-    for wanted, capability, tower in ((True, "listen", "audio"), (sees, "see", "image")):
+    for wanted, capability, tower in ((sees, "see", "image"), (True, "listen", "audio")):  # what was asked first
         if wanted and capability not in spec.capabilities:
-            raise CliError(f"card {spec.model!r} cannot {capability} (it has no {tower} encoder); pass a card that can, "
-                           "e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
+            raise CliError(f"card {spec.model!r} cannot {capability} (it has no {tower} encoder); pass a card that "
+                           "can, e.g. --card qwen2_5_omni_toy, or --card qwen2_5_omni --model-path DIR")
 
 
 def seen(paths: list[str]) -> tuple:

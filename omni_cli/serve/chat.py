@@ -1,7 +1,8 @@
 """POST /v1/chat/completions with modalities ["text", "audio"]: the thinker answers, the talker speaks it.
 
-The last user message may carry one `input_audio` part (base64 `wav` or `mp3`): a server whose program
-listens (`omni serve --program chat`) hears it through the card's audio encoder before it answers.
+The last user message may carry one `input_audio` part (base64 `wav` or `mp3`) and `image_url` parts (data URLs
+of base64 PNG or JPEG; a remote http(s) URL is refused: the server fetches nothing): a server whose program
+listens and sees (`omni serve --program chat`) hears and sees them through the card's encoders before it answers.
 
 OpenAI's audio-output shape: `message.audio` holds the base64 audio and its transcript (the
 thinker's reply); with `stream: true`, `delta.audio.transcript` pieces and `delta.audio.data`
@@ -20,6 +21,7 @@ from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, TextPiece
 from .bodies import (ModelInfo, bad_request, check_common, check_fields, check_model, check_voice, get, get_list,
                      parse_json)
+from .images import image_part
 from .responses import Send, send_body, send_error, send_start, send_whole, sse
 from .speech import accepted, ended_badly
 from .worker import Ticket
@@ -40,8 +42,8 @@ class ChatBody:
 AUDIO_INPUT_FORMATS = ("wav", "mp3")
 
 
-def _message_text(message: Any, i: int) -> tuple[str, str, list[tuple[bytes, str, str]]]:
-    """(role, text, audio parts as (bytes, format, param))."""
+def _message_text(message: Any, i: int) -> tuple[str, str, list[tuple[bytes, str, str]], list]:
+    """(role, text, audio parts as (bytes, format, param), images as SeenImage)."""
     where = f"messages[{i}]."
     if not isinstance(message, dict):
         raise bad_request(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
@@ -51,17 +53,20 @@ def _message_text(message: Any, i: int) -> tuple[str, str, list[tuple[bytes, str
         raise bad_request(f"unknown role {role!r} in messages[{i}] (known: {', '.join(ROLES)})", where + "role")
     content = get(message, "content", (str, list), "", where=where)
     if isinstance(content, str):
-        return role, content, []
-    texts, audio = [], []
+        return role, content, [], []
+    texts, audio, images = [], [], []
     for j, part in enumerate(content):
         if isinstance(part, dict) and part.get("type") == "input_audio":
             audio.append(_input_audio(part, f"{where}content[{j}]"))
             continue
+        if isinstance(part, dict) and part.get("type") == "image_url":
+            images.append(image_part(part, f"{where}content[{j}]"))
+            continue
         if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-            raise bad_request(f"messages[{i}].content[{j}]: only text and input_audio parts are supported by this server",
-                              f"{where}content[{j}]", "unsupported_content")
+            raise bad_request(f"messages[{i}].content[{j}]: only text, input_audio and image_url parts are supported "
+                              "by this server", f"{where}content[{j}]", "unsupported_content")
         texts.append(part["text"])
-    return role, "".join(texts), audio
+    return role, "".join(texts), audio, images
 
 
 def _input_audio(part: dict[str, Any], where: str) -> tuple[bytes, str, str]:
@@ -103,7 +108,7 @@ def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
     check_model(info, model)
     messages = get(body, "messages", list, required=True)
     texts = [_message_text(m, i) for i, m in enumerate(messages)]
-    user = [(text, audio) for role, text, audio in texts if role == "user"]
+    user = [(text, audio, images) for role, text, audio, images in texts if role == "user"]
     if not user:
         raise bad_request("'messages' has no user message to answer", "messages", "missing_required_parameter")
     modalities = get_list(body, "modalities", str, ["text"])
@@ -128,11 +133,12 @@ def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
     check_fields(options, {"include_usage"}, "stream_options.")
     include_usage = get(options, "include_usage", bool, False, where="stream_options.")
     tokens = get(body, "max_completion_tokens", int)
-    text, heard = user[-1][0], _heard(user[-1][1])
+    text, heard, images = user[-1][0], _heard(user[-1][1]), tuple(user[-1][2])
+    needs_text = heard is None and not images  # a spoken or pictured question needs no text
     common = check_common(info, {**body, "max_tokens": tokens if tokens is not None else body.get("max_tokens")},
-                          text if heard is None or text.strip() else "(heard)")  # a spoken question needs no text
+                          text if needs_text or text.strip() else "(heard)")
     # the request carries one turn: the answer is to the last user message (earlier turns are not seen)
-    request = SpeakRequest(text, mode="chat", voice=voice, audio=heard, **common)
+    request = SpeakRequest(text, mode="chat", voice=voice, audio=heard, images=images, **common)
     return ChatBody(request, model, fmt, stream, include_usage)
 
 

@@ -75,4 +75,5 @@ def test_a_card_that_leaves_work_unit_out_shows_the_units_its_kinds_run(omni, ho
     shown = omni("cards", "show", str(card)).stdout
     units = {line.split(":")[0].strip(): line.split(", ")[1] for line in shown.splitlines() if " units" in line}
     assert units == {"thinker_decode": "ar_token units", "talker_decode": "ar_token units",
-                     "vocoder": "audio_chunk units", "audio_encode": "audio_block units"}
+                     "vocoder": "audio_chunk units", "audio_encode": "audio_block units",
+                     "image_encode": "image units"}

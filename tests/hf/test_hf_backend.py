@@ -39,7 +39,7 @@ def test_settings_are_validated_strictly_and_all_at_once():
 
 
 def test_component_params_are_bounded_dataclasses():
-    assert set(PARAMS) == {"thinker", "talker", "vocoder", "audio_encoder"}
+    assert set(PARAMS) == {"thinker", "talker", "vocoder", "audio_encoder", "image_encoder"}
     numeric = [f for cls in PARAMS.values() for f in dataclasses.fields(cls) if f.type in ("int", "float")]
     assert numeric and all(f.metadata["max"] is not None for f in numeric)
     assert PARAMS["vocoder"](bigvgan_overlap_frames=41).problems() == [

@@ -130,7 +130,7 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     cores = usable_cores()  # the vocoder's rows split over them (rows.py); generate gets as many threads
     rows = f", rows split over {cores}" if cores > 1 else ""
     assert lines[0] == (f"intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default){rows}, "
-                        "audio_encoder 1 (default); generate 1" + (f", and {cores} beside the concurrent run" if rows else ""))
+                        "audio_encoder 1 (default), image_encoder 1 (default); generate 1" + (f", and {cores} beside the concurrent run" if rows else ""))
     for target, goal in [("TTFA p50, generate / ours", ">= 10x"), ("latency p50, ours / generate", "<= 1.05x"),
                          ("audio s per wall s, ours-2 / generate", ">= 3x"),
                          ("requests whose tokens and codes equal generate's (ours-2)", "2 of 2")]:
@@ -139,7 +139,8 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     tensors = checkpoint_tensors(tiny_checkpoint)
     assert re.fullmatch(rf"load: ours [\d.e+]+ s \({tensors} tensors\), generate [\d.e+]+ s \({tensors}\), "
                         r"ratio [\d.]+x", lines[1]) and len(lines[1]) <= 80
-    assert lines[2] == "placement: thinker inline, talker inline, vocoder inline, audio_encoder inline (card)"
+    assert lines[2] == ("placement: thinker inline, talker inline, vocoder inline, audio_encoder inline, "
+                        "image_encoder inline (card)")
     # --placement with --reference, as JSON lines (one bench run for both): where ours runs (the vocoder in two
     # worker processes here), every target still, and generate given the cores ours uses (one thread in each
     # of two workers, each splitting its rows over the cores: more threads than cores, so as many as there are)
@@ -152,12 +153,14 @@ def test_omni_bench_reference_says_the_threads_and_prints_each_target_with_its_v
     vocoder = {"count": 1, "source": "default"} | ({"rows": cores} if rows else {}) | {"workers": 2}
     assert records[-2] == {"threads": {"thinker": {"count": 1, "source": "default"},
                                        "talker": {"count": 1, "source": "default"}, "vocoder": vocoder,
-                                       "audio_encoder": {"count": 1, "source": "default"}},
+                                       "audio_encoder": {"count": 1, "source": "default"},
+                                       "image_encoder": {"count": 1, "source": "default"}},
                            "generate_threads": cores}
     assert threads_line(records[-2]["threads"], records[-2]["generate_threads"]) == (
         f"intra-op threads: thinker 1 (default), talker 1 (default), vocoder 1 (default){rows} in each of 2 "
-        f"workers, audio_encoder 1 (default); generate {cores}")
-    assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder process x2, audio_encoder inline (--placement)"}
+        f"workers, audio_encoder 1 (default), image_encoder 1 (default); generate {cores}")
+    assert records[-1] == {"placement": "placement: thinker inline, talker inline, vocoder process x2, audio_encoder "
+                                        "inline, image_encoder inline (--placement)"}
     same = next(r for r in records if r.get("target") == "requests whose tokens and codes equal generate's (ours-2)")
     assert same["value"] == 2 and same["met"] is True
     bad = subprocess.run(argv + ["--placement", "vocoder=bogus"], capture_output=True, text=True, env=env,

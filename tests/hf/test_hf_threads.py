@@ -70,7 +70,8 @@ def test_each_components_calls_run_with_its_own_count_and_the_callers_is_put_bac
     assert program.threads() == {"thinker": {"count": 2, "source": "component params"},
                                  "talker": {"count": 3, "source": "component params"},
                                  "vocoder": {"count": 4, "source": "card params"},
-                                 "audio_encoder": {"count": 4, "source": "card params"}}  # the card listens too
+                                 "audio_encoder": {"count": 4, "source": "card params"},  # the card listens too
+                                 "image_encoder": {"count": 4, "source": "card params"}}  # ... and sees
     seen: dict[str, set[int]] = {"thinker": set(), "talker": set(), "dit": set(), "bigvgan": set()}
     # the DiT's layers run through WindowVelocity (dit.py) and BigVGAN through LeanBigVGAN (bigvgan.py), not through
     # the modules' forward: each ODE velocity evaluation and BigVGAN's first convolution stand for them
@@ -140,6 +141,7 @@ def test_the_run_record_says_the_count_a_placed_worker_gets_from_its_placement(t
     assert placed == {"thinker": {"count": 4, "source": "card params"},  # inline: the card's
                       "talker": {"count": 3, "source": "component params"},  # its own count wins in the worker too
                       "vocoder": {"count": 2, "source": "placement (process worker)"},
-                      "audio_encoder": {"count": 4, "source": "card params"}}
+                      "audio_encoder": {"count": 4, "source": "card params"},
+                      "image_encoder": {"count": 4, "source": "card params"}}
     inline = run_record(engine, str(path), None, {}, {}, placement="inline")["threads"]
     assert inline == program.threads() and inline["vocoder"] == {"count": 4, "source": "card params"}

@@ -54,7 +54,7 @@ def test_every_problem_is_reported_with_its_line_at_once():
         f"toy.yaml:{lines + 4}: placement.vocoder.num_threads: needs its own process: executor process or ray "
         "(this one is inline)",
         f"toy.yaml:{lines + 5}: placement.speaker: names undeclared component 'speaker' (components: thinker, "
-        "talker, vocoder, audio_encoder)",
+        "talker, vocoder, audio_encoder, image_encoder)",
     ]
 
 

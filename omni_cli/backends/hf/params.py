@@ -96,11 +96,11 @@ class AudioEncoderParams(ComponentParams):
 
 @dataclass
 class ImageEncoderParams(ComponentParams):
-    """The thinker's vision tower; its image processor's settings come from the checkpoint's preprocessor_config.json."""
+    """The thinker's vision tower; its image processor's settings come from preprocessor_config.json."""
 
 
-PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams, "audio_encoder": AudioEncoderParams,
-          "image_encoder": ImageEncoderParams}
+PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams,
+          "audio_encoder": AudioEncoderParams, "image_encoder": ImageEncoderParams}
 
 
 @dataclass(frozen=True)

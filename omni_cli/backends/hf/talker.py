@@ -180,9 +180,10 @@ class HFTalker(TalkerModel):
             codec = self.module.get_input_embeddings()
             tail = codec(torch.tensor([self.codec_pad, self.codec_bos], device=self.device))
             embeds = torch.cat([embeds[:-2], embeds[-2:] + tail], dim=0)
-        if payload.prompt_positions is None:
+        if payload.prompt_positions is None or not self.add_codec_bos_pad:
+            # transformers' generate gives the talker no attention mask, so it places every prompt position in turn
             positions, cache.rope_delta = prompt_positions(self.module, payload.text_ids)
-        else:  # generate's talker places a picture's positions as the thinker did, then BOS and the first token
+        else:  # Qwen's inference (with a mask) places a picture's positions as the thinker did, then BOS and R[0]
             positions, cache.rope_delta = continued_positions(payload.prompt_positions, 2)
         return self._forward(cache, embeds[None], positions.to(self.device))
 

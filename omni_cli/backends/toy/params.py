@@ -82,8 +82,8 @@ class ImageEncoderParams(ParamsSchema):
         return _head_problems(self.d_model, self.num_heads)
 
 
-PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams, "audio_encoder": AudioEncoderParams,
-          "image_encoder": ImageEncoderParams}
+PARAMS = {"thinker": ThinkerParams, "talker": TalkerParams, "vocoder": VocoderParams,
+          "audio_encoder": AudioEncoderParams, "image_encoder": ImageEncoderParams}
 
 
 @dataclass(frozen=True)

@@ -105,8 +105,7 @@ def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFe
     has_audio, num_images = request.audio is not None, len(request.images)
     if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
         if has_audio or num_images or request.history:
-            needs = ("heard audio needs" if has_audio else "seen images need" if num_images
-                     else "a conversation's history needs")
+            needs = "heard audio and seen images need" if has_audio or num_images else "a conversation's history needs"
             raise SpecError([SpecIssue("<request>", None, "mode", f"echo speaks the text: {needs} chat mode")])
         return tokenize(ctx, [text], mode)
     if text.strip() or not (has_audio or num_images):  # a spoken or pictured question may come without text

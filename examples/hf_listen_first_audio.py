@@ -32,9 +32,9 @@ def question(seconds: float) -> np.ndarray:
             .standard_normal(t.size)).astype(np.float32)
 
 
-def ours(program, clip: np.ndarray, max_tokens: int) -> float:
+def ours(program, clip: np.ndarray, max_tokens: int, placement: str | None = None) -> float:
     from omni_cli.audio.source import AudioSource
-    from omni_cli.engine import Engine
+    from omni_cli.build import engine_on
     from omni_cli.spec import SpeakRequest
     from omni_cli.spec.stream import AudioChunk
 
@@ -49,14 +49,17 @@ def ours(program, clip: np.ndarray, max_tokens: int) -> float:
         ended["at"] = time.perf_counter()
         source.end()
 
-    engine = Engine(program)
-    handle = engine.submit(SpeakRequest("", mode="chat", max_tokens=max_tokens, audio=source))
-    threading.Thread(target=speak, daemon=True).start()
-    first = None
-    for event in handle.stream():
-        if first is None and isinstance(event, AudioChunk) and event.num_samples:
-            first = time.perf_counter()
-            handle.cancel()
+    engine = engine_on(program, placement)
+    try:
+        handle = engine.submit(SpeakRequest("", mode="chat", max_tokens=max_tokens, audio=source))
+        threading.Thread(target=speak, daemon=True).start()
+        first = None
+        for event in handle.stream():
+            if first is None and isinstance(event, AudioChunk) and event.num_samples:
+                first = time.perf_counter()
+                handle.cancel()
+    finally:
+        engine.close()
     return first - ended["at"]
 
 
@@ -75,7 +78,7 @@ def text_turn(program, max_tokens: int) -> float:
     raise RuntimeError("the text turn made no audio")
 
 
-def generate(program, features, clip: np.ndarray, max_tokens: int) -> float:
+def generate(program, features, clip: np.ndarray, max_tokens: int, talker_max: int = 64) -> float:
     import torch
 
     thinker, encoder = program.roles["thinker"], program.roles["audio_encoder"]
@@ -86,7 +89,7 @@ def generate(program, features, clip: np.ndarray, max_tokens: int) -> float:
     with torch.no_grad():
         thinker.model.generate(torch.tensor([ids]), input_features=feats["input_features"],
                                feature_attention_mask=feats["attention_mask"], speaker="Chelsie",
-                               thinker_max_new_tokens=max_tokens, talker_max_new_tokens=64)
+                               thinker_max_new_tokens=max_tokens, talker_max_new_tokens=talker_max)
     return time.perf_counter() - start
 
 
@@ -95,22 +98,30 @@ def main() -> None:
     parser.add_argument("checkpoint")
     parser.add_argument("--seconds", type=float, nargs="+", default=[2.0, 10.0, 20.0])
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--max-tokens", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=8, help="the reply's thinker tokens (both sides)")
+    parser.add_argument("--talker-max-tokens", type=int, default=64, help="generate's talker_max_new_tokens")
+    parser.add_argument("--placement", default=None, help="ours: where components run (e.g. thread)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a card value for ours, as `omni --set` takes it (e.g. loops.vocoder.first_chunk_codes=[4])")
     args = parser.parse_args()
 
     from transformers import WhisperFeatureExtractor
 
     from omni_cli.api import load
 
-    program = load("qwen2_5_omni", "chat", settings={"model_path": args.checkpoint})
+    import yaml
+
+    overrides = {key: yaml.safe_load(value) for key, value in (kv.split("=", 1) for kv in args.set)}
+    program = load("qwen2_5_omni", "chat", settings={"model_path": args.checkpoint}, overrides=overrides)
     features = WhisperFeatureExtractor.from_pretrained(args.checkpoint)
-    ours(program, question(1.0), args.max_tokens)  # warm-up: first shapes, compiled files loaded
-    generate(program, features, question(1.0), args.max_tokens)
+    ours(program, question(1.0), args.max_tokens, args.placement)  # warm-up: first shapes, compiled files loaded
+    generate(program, features, question(1.0), args.max_tokens, args.talker_max_tokens)
     rows = {}
     for _ in range(args.rounds):
         for seconds in args.seconds:
             clip = question(seconds)
-            mine, theirs = ours(program, clip, args.max_tokens), generate(program, features, clip, args.max_tokens)
+            mine = ours(program, clip, args.max_tokens, args.placement)
+            theirs = generate(program, features, clip, args.max_tokens, args.talker_max_tokens)
             rows.setdefault(seconds, []).append((mine, theirs, text_turn(program, args.max_tokens)))
     print(f"{'question':>9} {'ours: end -> first audio':>25} {'generate (whole clip)':>22} {'sooner':>8} "
           f"{'a text turn to first audio':>27}")

@@ -32,6 +32,13 @@ def read_file(path: str) -> AudioSource:
     return AudioSource.whole(samples.mean(axis=1), rate)
 
 
+def write_heard(source: AudioSource, path) -> None:
+    """The samples a source has received, as a float WAV at its own rate: read back, they are the same samples."""
+    import soundfile
+
+    soundfile.write(path, source.arrived(), source.sample_rate, subtype="FLOAT", format="WAV")
+
+
 def read_wav_bytes(data: bytes, where: str = "the audio") -> AudioSource:
     """A whole WAV held in memory (an HTTP body's base64 part)."""
     import io

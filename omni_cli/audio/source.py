@@ -20,6 +20,9 @@ class AudioSource:
         self.error: str | None = None  # why the audio ended early (a broken stream), for the request's error
         self._cond = threading.Condition()
         self._views: dict[int, _RateView] = {}
+        # encoded blocks by encoder, kept once the whole clip is encoded: a conversation's later turns hear the
+        # same clip again without encoding it again (loops/audio_encode.py)
+        self.encoded: dict[object, list] = {}
 
     @classmethod
     def whole(cls, samples: np.ndarray, sample_rate: int) -> AudioSource:
@@ -46,6 +49,11 @@ class AudioSource:
             self._ended = True
             self.error = error
             self._cond.notify_all()
+
+    def arrived(self) -> np.ndarray:
+        """Every sample arrived so far at the source's own rate (a heard stream kept as the file it was)."""
+        with self._cond:
+            return np.concatenate(self._raw) if self._raw else np.zeros(0, np.float32)
 
     @property
     def num_raw(self) -> int:

@@ -56,11 +56,24 @@ class ThinkerPrompt:
     forced_end_id: int | None = None  # echo mode: the token forced after them (None: min(eos_token_ids))
 
 
+@dataclass(frozen=True)
+class PromptTurn:
+    """One turn of a conversation as the thinker's chat template renders it: its pictures, its heard clips, then
+    its text (the processor's order for image parts, audio parts, a text part)."""
+
+    role: str  # user | assistant
+    text: str
+    num_clips: int = 0
+    num_images: int = 0
+
+
 @dataclass
 class ListenPrompt:
-    """A chat turn around seen images and heard audio: `pieces` of ids with a media slot between each two, in
-    order (`slots`: "image" for each picture, then "audio"); a slot's positions are its encoder's rows, each
-    position the placeholder `image_id` or `audio_id`. Without images: before_ids, the audio, after_ids."""
+    """A conversation around seen images and heard audio: `pieces` of ids with a media slot between each two, in
+    order (`slots`: "image" or "audio"; the k-th audio slot is the conversation's k-th clip, the k-th image slot
+    its k-th picture); a slot's positions are its encoder's rows, each position the placeholder `image_id` or
+    `audio_id`; the last piece ends with the assistant's header. One turn without images: before_ids, the audio,
+    after_ids."""
 
     before_ids: list[int]
     after_ids: list[int]
@@ -247,9 +260,13 @@ class ThinkerModel(ARModel, Protocol):
         instructions has a third argument, `instructions` (str or None)."""
         ...
 
-    def listen_prompt(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
-        """A chat turn that may hold seen images and heard audio: the ids around their rows."""
+    def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
+        """A conversation (its last turn the user's) through the chat template: the ids around its media's rows."""
         ...
+
+    def listen_prompt(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
+        """A single chat turn that may hold seen images and heard audio: the ids around their rows."""
+        return self.chat_prompt([PromptTurn("user", text, int(has_audio), num_images)])
 
     def join_rows(self, parts: list[Any]) -> Any:
         """The per-position rows of a chunked prefill's parts (hidden states, embeddings) as one array."""

@@ -13,7 +13,7 @@ from . import options as o
 from .errors import CliError
 from .report import exit_with
 
-HELP = """Answer one turn, spoken (--audio), pictured (--image) and/or written (TEXT), in text and speech.
+HELP = """Answer a turn, spoken (--audio), pictured (--image) and/or written (TEXT), in text and speech.
 
 \b
 --audio FILE: WAV, FLAC or OGG at any rate and channel count (mixed to mono,
@@ -26,11 +26,21 @@ default voice (piper_joe) does not. Output, --json, --trace and the exit
 status are as for `omni speak`; Ctrl-C stops waiting for more audio.
 --image FILE (repeatable): a PNG or JPEG the thinker sees before the audio
 and the text; the card must see (capability see).
-
 \b
-  omni chat --card qwen2_5_omni_toy --audio question.wav -o answer.wav
-  arecord -r 16000 -f S16_LE | omni chat -c qwen2_5_omni_toy -a - -o - | aplay
-  omni chat -c qwen2_5_omni_toy --image photo.png "What is in the picture?"
+--history FILE: the turn continues the conversation in FILE (JSON Lines, one
+turn a line: role, text, and the audio and images of the turn; FILE need
+not exist yet). The earlier turns are rendered through the card's chat
+template (their audio and images read again from their files, which stay
+where they are); once the
+reply ends well, the new turn and the reply (its text, and its audio file
+with -o FILE) are appended. A run that fails or is stopped appends nothing.
+Audio heard from `--audio -` is kept as FILE.audio/NNNN.wav.
+\b
+With no TEXT and no --audio on a terminal: a conversation typed line by
+line. Each reply is spoken as it is made (to -o; `-o - | aplay` to hear
+it); Ctrl-C stops a reply and returns to the prompt, Ctrl-D (or Ctrl-C at
+the prompt) ends it. A second turn reuses the encoding of the audio an
+earlier turn heard.
 """
 
 
@@ -40,8 +50,12 @@ def chat(
                                                  help="The spoken question: an audio file, or - for a WAV stream on stdin.")] = None,
     image: Annotated[list[str] | None, typer.Option("--image", "-i", metavar="FILE", rich_help_panel=o.REQUEST,
                                                     help="A picture to see (PNG or JPEG); repeat for more.")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE|-", rich_help_panel=o.OUTPUT,
-                                                  help="The answer's audio file, or - for stdout.")] = None,
+    history: Annotated[str | None, typer.Option("--history", metavar="FILE", rich_help_panel=o.REQUEST,
+                                                   help="Continue the conversation in FILE (JSON Lines of turns) and "
+                                                        "append this turn and its reply.")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE|DIR/|-", rich_help_panel=o.OUTPUT,
+                                                  help="The answer's audio file, or - for stdout (interactive: "
+                                                       "DIR/ for a file per reply).")] = None,
     fmt: Annotated[o.Format | None, typer.Option("--format", rich_help_panel=o.OUTPUT,
                                                     help="Audio format; default: from the suffix, wav for -.")] = None,
     as_json: Annotated[bool, typer.Option("--json", rich_help_panel=o.OUTPUT, help="One JSON object on stdout.")] = False,
@@ -56,25 +70,35 @@ def chat(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
                                         help="Nothing on stderr but errors.")] = False,
 ) -> None:
+    from .chat_turns import earlier_turns, record_turn
     from .job import SpeakJob, destination, request_template, run_job
     from .outputs import plan_outputs
     from .session import ModelOptions
 
-    if audio is None and not image and (text is None or not text.strip()):
+    interactive = audio is None and not image and text is None and sys.stdin is not None and sys.stdin.isatty()
+    if not interactive and audio is None and not image and (text is None or not text.strip()):
         raise CliError("nothing to answer: pass --audio FILE (or - for stdin), --image FILE and/or TEXT")
     overrides = o.overrides(set_)
-    chat_program = check_senses(card, overrides, bool(image))
+    turns, prior = earlier_turns(history)
+    chat_program = check_senses(card, overrides, bool(image) or any(t.images for t in turns))
     images = seen(image or [])
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program or chat_program, policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
+    template = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), history=prior)
+    if interactive:
+        from .interactive import converse
+
+        raise typer.Exit(converse(model, template, plan, history, turns, trace, quiet, allow_truncation))
     source = heard(audio)
-    request = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), audio=source, images=images)
+    request = replace(template, audio=source, images=images)
     job = SpeakJob(text or "", model, request, plan, 1, trace, quiet, False, allow_truncation=allow_truncation,
                    on_stop=None if source is None else source.end)  # Ctrl-C: stop waiting for more audio
     outcome, _, view = run_job(job)
     if outcome.utterances or outcome.stopped:
         view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)
+    if history is not None and outcome.code == 0:
+        record_turn(history, len(turns), text or "", audio, image or [], source, outcome.utterances[0], plan, outcome)
     exit_with(outcome)
 
 

@@ -18,7 +18,9 @@ SPEAK = epilog('omni speak "Hello, world" -o hello.wav',
                'omni speak "Hello" -o hi.wav --server http://127.0.0.1:8000')
 CHAT = epilog("omni chat -c qwen2_5_omni_toy --audio question.wav -o answer.wav",
               "arecord -r 16000 -f S16_LE | omni chat -c qwen2_5_omni_toy -a - -o - | aplay",
-              'omni chat -c qwen2_5_omni --model-path ./ckpt "Who wrote Hamlet?" -o a.wav')
+              "omni chat -c qwen2_5_omni_toy -a q.wav --history talk.jsonl -o a1.wav",
+              'omni chat -c qwen2_5_omni_toy "And then?" --history talk.jsonl -o a2.wav',
+              "omni chat -c qwen2_5_omni_toy --history talk.jsonl -o - | aplay   # typed")
 BENCH = epilog("omni bench",
                "omni bench --requests 16 --concurrency 8 --json",
                "omni bench -c qwen2_5_omni --model-path ./tiny-omni --reference --rounds 3")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..backends.base import AUDIO_BLOCK, AudioBlockInput, AudioBlockOutput, AudioEncoderModel
@@ -19,13 +19,19 @@ class HeardBlock:
     index: int
     rows: Any
     num_samples: int  # the block's samples at the encoder's rate
+    clip: int = 0  # which of the request's clips (a conversation's earlier turns' first, this turn's last)
+    ends_clip: bool = True  # the clip's last block (else a later clip's block, or the channel's close, says so)
 
 
 @dataclass
 class EncodeState(LoopState):
-    source: Any = None  # an AudioSource (audio/source.py); None: the request carries no audio
+    clips: tuple = ()  # AudioSources (audio/source.py), in prompt order; empty: the request carries no audio
     out: Channel | None = None
     encoder_state: Any = None
+    clip: int = 0  # the clip being encoded
+    block: int = 0  # the next block within it
+    blocks: list = field(default_factory=list)  # the clip's blocks so far, kept on it once it has ended
+    num_reused: int = 0  # clips heard before (an earlier turn) whose kept blocks were published again
     num_samples: int = 0
     num_rows: int = 0
     stop_reason: str | None = None
@@ -37,10 +43,11 @@ class AudioInputError(ValueError):
 
 @register_loop_kind
 class AudioEncodeLoop(Loop):
-    """Block k covers samples [k * block_samples, (k + 1) * block_samples) at the encoder's rate. Its WorkUnit is
-    planned as soon as block k-1 is done; its read waits in the component for the audio still on its way, so a
-    block is encoded when its last sample arrives and what follows it (the thinker's prefill of the rows) runs
-    at once. The last block is the one the audio ends inside; an ended stream plans nothing more."""
+    """Block k of a clip covers samples [k * block_samples, (k + 1) * block_samples) at the encoder's rate. Its
+    WorkUnit is planned as soon as block k-1 is done; its read waits in the component for the audio still on its
+    way, so a block is encoded when its last sample arrives and what follows it (the thinker's prefill of the rows)
+    runs at once. A clip's last block is the one its audio ends inside; the clips of a conversation are encoded
+    one after the other, each with a fresh encoder state (as each is a clip of its own to the processor)."""
 
     kind = "audio_encode"
     work_unit = AUDIO_BLOCK
@@ -51,44 +58,76 @@ class AudioEncodeLoop(Loop):
     component: AudioEncoderModel
 
     def init(self, feed: Any, out: Channel, request: LoopRequest) -> EncodeState:
-        state = EncodeState(loop_id=self.loop_id, request_id=request.request_id, source=feed, out=out)
-        if feed is None:
+        clips = tuple(feed) if isinstance(feed, (tuple, list)) else () if feed is None else (feed,)
+        state = EncodeState(loop_id=self.loop_id, request_id=request.request_id, clips=clips, out=out)
+        if not clips:
             self._finish(state, "no_audio")
         else:
             state.encoder_state = self.component.new_state()
         return state
 
     def footprint(self, state: EncodeState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
-        most = self.component.tokens_for(self.component.max_samples) if state.source is not None else 0
+        most = len(state.clips) * self.component.tokens_for(self.component.max_samples)
         return Footprint(peak_step_bytes=self.component.step_bytes(self.component.block_samples)), OutputBound(most)
 
     def next(self, state: EncodeState) -> WorkPlan | Wait | Done:
-        if state.status is LoopStatus.FINISHED:
-            return DONE
         c = self.component
-        start = state.step * c.block_samples
-        arrived, ended = state.source.known(c.sample_rate)
-        if ended and arrived <= start:
-            if state.source.error is not None:
-                raise AudioInputError(f"the audio stopped early: {state.source.error}")
-            self._finish(state, "end")
-            return DONE
-        if start >= c.max_samples:
-            raise AudioInputError(f"the audio is longer than the encoder's {c.max_samples / c.sample_rate:g} s")
-        state.status = LoopStatus.RUNNING
-        inputs = AudioBlockInput(state.encoder_state, state.source, state.step, start, start + c.block_samples)
-        return WorkPlan(AUDIO_BLOCK, state.step, (self.loop_id, AUDIO_BLOCK), c.step_bytes(c.block_samples), inputs)
+        while state.status is not LoopStatus.FINISHED:
+            source = state.clips[state.clip]
+            kept = source.encoded.get(self._key()) if state.block == 0 else None
+            if kept is not None:  # encoded in an earlier turn: its blocks again, no WorkUnit
+                for block in kept:
+                    state.out.put(replace(block, clip=state.clip))
+                state.num_rows += sum(len(b.rows) for b in kept)
+                state.num_reused += 1
+                self._end_clip(state, source, keep=False)
+                continue
+            start = state.block * c.block_samples
+            arrived, ended = source.known(c.sample_rate)
+            if ended and arrived <= start:  # it ended on a block's edge after its last block ran
+                self._end_clip(state, source)
+                continue
+            if start >= c.max_samples:
+                raise AudioInputError(f"the audio is longer than the encoder's {c.max_samples / c.sample_rate:g} s")
+            state.status = LoopStatus.RUNNING
+            inputs = AudioBlockInput(state.encoder_state, source, state.block, start, start + c.block_samples)
+            return WorkPlan(AUDIO_BLOCK, state.step, (self.loop_id, AUDIO_BLOCK), c.step_bytes(c.block_samples),
+                            inputs)
+        return DONE
 
     def advance(self, state: EncodeState, plan: WorkPlan, output: AudioBlockOutput) -> EncodeState:
         state.step += 1
+        state.block += 1
         state.num_samples += output.num_samples
         state.num_rows += len(output.rows)
-        state.out.put(HeardBlock(plan.step, output.rows, output.num_samples))
-        if output.num_samples < self.component.block_samples:  # the audio ended inside this block
-            if state.source.error is not None:
-                raise AudioInputError(f"the audio stopped early: {state.source.error}")
-            self._finish(state, "end")
+        source, c = state.clips[state.clip], self.component
+        arrived, ended = source.known(c.sample_rate)
+        # the audio ended inside this block, or (a whole clip) at its edge
+        ends = output.num_samples < c.block_samples or (ended and arrived <= state.block * c.block_samples)
+        self._publish(state, HeardBlock(plan.inputs.index, output.rows, output.num_samples, state.clip, ends))
+        if ends:
+            self._end_clip(state, source)
         return state
+
+    def _key(self) -> tuple:
+        return (self.component.name, id(self.component))  # blocks are kept for this encoder only
+
+    def _publish(self, state: EncodeState, block: HeardBlock) -> None:
+        state.blocks.append(block)
+        state.out.put(block)
+
+    def _end_clip(self, state: EncodeState, source: Any, keep: bool = True) -> None:
+        if source.error is not None:
+            raise AudioInputError(f"the audio stopped early: {source.error}")
+        if keep:  # the whole clip was heard: a later turn of the conversation reuses its blocks
+            source.encoded[self._key()] = state.blocks
+        state.blocks = []
+        state.clip += 1
+        state.block = 0
+        if state.clip == len(state.clips):
+            self._finish(state, "end")
+        else:
+            state.encoder_state = self.component.new_state()
 
     def _finish(self, state: EncodeState, reason: str | None) -> None:
         state.status = LoopStatus.FINISHED
@@ -98,8 +137,8 @@ class AudioEncodeLoop(Loop):
 
     def finalize(self, state: EncodeState) -> LoopResult:
         seconds = state.num_samples / self.component.sample_rate
-        return LoopResult(self.loop_id, state.step, {"audio_s": seconds, "audio_positions": state.num_rows},
-                          state.stop_reason)
+        return LoopResult(self.loop_id, state.step, {"audio_s": seconds, "audio_positions": state.num_rows,
+                                                     "clips": state.clip, "clips_reused": state.num_reused}, state.stop_reason)
 
     def abort(self, state: EncodeState) -> None:
         self._finish(state, None)

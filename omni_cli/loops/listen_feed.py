@@ -1,4 +1,5 @@
-"""The thinker's input for a chat turn that may hold seen images and heard audio: its prefill comes in parts."""
+"""The thinker's input for a chat turn (and the conversation before it) that may hold seen images and heard
+audio: its prefill comes in parts."""
 
 from __future__ import annotations
 
@@ -9,23 +10,23 @@ from .feeds import ARFeed, StepFeed
 
 
 class ListenFeed(ARFeed):
-    """Parts, in the prompt's order: each piece of ids; each image (its rows, at image positions, once encoded);
-    one part per encoded audio block (its rows, each at an audio position); then, once the encoders' channels
-    closed, the ids after the audio (the last part, whose logits give the first reply token). `stream` hands
-    each block and picture over as it is encoded (the prefill keeps pace with the speaker); `barrier` waits for
-    a channel to close before any of its rows. Both prefill the same positions with the same rows."""
+    """Parts, in the prompt's order: each piece of ids; each picture (its rows, at image positions, once encoded);
+    one part per encoded block of each clip (its rows, each at an audio position); the last piece (whose logits
+    give the first reply token). The k-th image slot is the k-th picture of the `seen` channel, the k-th audio
+    slot the blocks of clip k on the `heard` channel (a conversation's earlier clips first, this turn's last).
+    `stream` hands each block and picture over as it is encoded (the prefill keeps pace with the speaker);
+    `barrier` waits for a channel to close before any of its rows. Both prefill the same positions with the same
+    rows."""
 
     def __init__(self, prompt: ListenPrompt, heard: Channel | None, mode: str, max_audio_rows: int,
                  max_tokens: int | None = None, seen: Channel | None = None, max_image_rows: int = 0):
         self.prompt = prompt
         self.pieces, self.slots = prompt.layout()
-        self.heard = heard  # None: a turn without audio
-        self.seen = seen  # None: a turn without images
-        if heard is None:
-            self.pieces, self.slots = _without_audio(self.pieces, self.slots)
+        self.heard = heard  # None: no clip in the conversation
+        self.seen = seen  # None: no picture in the conversation
         self.is_barrier = mode == "barrier"
-        self.max_audio_rows = max_audio_rows
-        self.max_image_rows = max_image_rows
+        self.max_audio_rows = max_audio_rows  # every clip's, together
+        self.max_image_rows = max_image_rows  # one picture's
         self._max_tokens = max_tokens
 
     def max_tokens(self) -> int | None:
@@ -35,24 +36,23 @@ class ListenFeed(ARFeed):
         return self.prefill_part(0)
 
     def prefill_part(self, done: int) -> Prefill | None:
-        pos, images = done, 0
+        pos, counts = done, {"image": 0, "audio": 0}
         for k, piece in enumerate(self.pieces):
             if pos < len(piece):
                 return Prefill(piece[pos:], is_last=k == len(self.slots))
             pos -= len(piece)
             if k == len(self.slots):
                 return None
-            if self.slots[k] == "image":
-                part, pos = self._image_part(images, pos)
-                images += 1
-            else:
-                part, pos = self._audio_part(pos)
+            slot = self.slots[k]
+            index = counts[slot]
+            counts[slot] += 1
+            part, pos = self._image_part(index, pos) if slot == "image" else self._audio_part(index, pos)
             if part is not None or pos < 0:
                 return part
         return None
 
     def _image_part(self, index: int, pos: int) -> tuple[Prefill | None, int]:
-        """(the part that starts at `pos` within picture `index`, or None: wait), or (None, pos past it)."""
+        """(the part that starts at `pos` within picture `index`, 0), (None, -1): wait, or (None, pos past it)."""
         seen = self.seen
         if seen is None or len(seen.items) <= index or (self.is_barrier and not seen.is_closed):
             return None, -1
@@ -62,18 +62,23 @@ class ListenFeed(ARFeed):
             return Prefill([self.prompt.image_id] * n, payload=image, is_last=False), 0
         return None, pos - n
 
-    def _audio_part(self, pos: int) -> tuple[Prefill | None, int]:
+    def _audio_part(self, clip: int, pos: int) -> tuple[Prefill | None, int]:
+        """As _image_part, for the blocks of clip `clip`: it is over once a later clip's block came, or its own
+        last block, or the channel closed."""
         heard = self.heard
-        if self.is_barrier and not heard.is_closed:
+        if heard is None or (self.is_barrier and not heard.is_closed):
             return None, -1
-        for block in heard.items:
-            n = len(block.rows)
-            if n == 0:
+        blocks = heard.items
+        ended = heard.is_closed or any(b.clip > clip for b in blocks)
+        for block in blocks:
+            if block.clip != clip:
                 continue
-            if pos == 0:
+            n = len(block.rows)
+            if n and pos == 0:
                 return Prefill([self.prompt.audio_id] * n, payload=block.rows, is_last=False), 0
             pos -= n
-        if not heard.is_closed:
+            ended = ended or block.ends_clip
+        if not ended:
             return None, -1
         return None, pos
 
@@ -84,8 +89,9 @@ class ListenFeed(ARFeed):
         return not self.slots
 
     def prefill_bound(self, upstream: OutputBound = NO_BOUND) -> int:
-        media = sum(self.max_image_rows if slot == "image" else self.max_audio_rows for slot in self.slots)
-        return sum(len(p) for p in self.pieces) + media
+        images = self.slots.count("image") * self.max_image_rows
+        audio = self.max_audio_rows if "audio" in self.slots else 0
+        return sum(len(p) for p in self.pieces) + images + audio
 
     def describe_wait(self) -> str:
         said = []
@@ -95,11 +101,3 @@ class ListenFeed(ARFeed):
                 said.append(f"{channel.name}: {len(channel)} {what} ({state}, "
                             f"{'barrier' if self.is_barrier else 'stream'})")
         return "; ".join(said) or "prompt"
-
-
-def _without_audio(pieces: list[list[int]], slots: list[str]) -> tuple[list[list[int]], list[str]]:
-    """A turn without audio: an audio slot (and nothing else) stands between two pieces; they join."""
-    if "audio" not in slots:
-        return pieces, slots
-    k = slots.index("audio")
-    return [*pieces[:k], pieces[k] + pieces[k + 1], *pieces[k + 2:]], slots[:k] + slots[k + 1:]

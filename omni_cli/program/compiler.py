@@ -24,7 +24,7 @@ from ..spec.errors import IssueList
 from ..spec.stream import StreamEvent
 from .backends import backend_module, settings_schema
 from .checks import check_program
-from .ops import OPS, RequestContext
+from .ops import OPS, RequestContext, request_clips, request_images
 from .sizing import RequestFootprint, size_request, upstream_loops
 
 SPEED_RANGE = (0.25, 4.0)  # a request's speed: sentence voices stretch every duration by 1 / speed
@@ -130,18 +130,20 @@ class CompiledProgram:
         """Run the program's op nodes and create each loop's state. Raises SpecError for a bad request.
         roles: the components the ops hand to feeds, when the engine's placement gives other views of them."""
         voice = self.resolve_voice(request.voice)
-        if request.audio is not None and "audio" not in self.program.inputs:  # never heard and silently dropped
+        clips = request_clips(request)
+        if (clips or request.history) and "audio" not in self.program.inputs:  # never heard and silently dropped
             how = "can, with program chat" if "listen" in self.card.capabilities else "cannot listen"
-            raise SpecError([SpecIssue("<request>", None, "audio", f"program {self.program.program!r} does not "
+            field = "audio" if request.audio is not None else "history"
+            raise SpecError([SpecIssue("<request>", None, field, f"program {self.program.program!r} does not "
                                        f"listen (card {self.card.model!r} {how})")])
-        if request.images and "images" not in self.program.inputs:  # never seen and silently dropped
+        images = request_images(request)
+        if images and "images" not in self.program.inputs:  # never seen and silently dropped
             how = "can, with program chat" if "see" in self.card.capabilities else "cannot see"
             raise SpecError([SpecIssue("<request>", None, "images", f"program {self.program.program!r} does not "
                                        f"see (card {self.card.model!r} {how})")])
         ctx = RequestContext(request_id, request, self.card, roles or self.roles,
                              request.mode or self.card.defaults.mode, voice, emit)
-        slots: dict[str, Any] = {"text": request.text, "audio": request.audio,  # keep REQUEST_SLOTS in step
-                                 "images": request.images}
+        slots: dict[str, Any] = {"text": request.text, "audio": clips, "images": images}  # keep REQUEST_SLOTS in step
         states: list[tuple[Loop, LoopState]] = []
         self._check_speed(request)
         loop_request = LoopRequest(request_id, request.seed, voice, request.speed or 1.0)

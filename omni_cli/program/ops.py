@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..backends.base import ARItem
+from ..backends.base import ARItem, PromptTurn
 from ..loops import ARChannel, AudioPiece, Channel, CodesFeed, TalkerFeed, ThinkerFeed
 from ..loops.listen_feed import ListenFeed
 from ..spec import CardSpec, SpeakRequest, SpecError, SpecIssue, clean_text
@@ -100,20 +100,46 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
 @_op("tokenize_turn", reads=("text", "audio_rows@audio_encoder", "image_rows@image_encoder"),
      makes="ar_feed@thinker", handoff=True)
 def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFeed:
-    """A chat turn: the text, the seen pictures and the heard audio (encoded as they come) → the thinker's prompt."""
+    """A chat turn after the conversation's earlier turns: their text, pictures and clips, then this turn's text,
+    seen pictures and heard audio (each encoded as it comes) → the thinker's prompt."""
     text, heard, seen = inputs
-    has_audio, num_images = ctx.request.audio is not None, len(ctx.request.images)
+    request = ctx.request
+    has_audio, num_images = request.audio is not None, len(request.images)
     if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
-        if has_audio or num_images:
-            raise SpecError([SpecIssue("<request>", None, "mode",
-                                       "echo speaks the text: heard audio and seen images need chat mode")])
+        if has_audio or num_images or request.history:
+            needs = "heard audio and seen images need" if has_audio or num_images else "a conversation's history needs"
+            raise SpecError([SpecIssue("<request>", None, "mode", f"echo speaks the text: {needs} chat mode")])
         return tokenize(ctx, [text], mode)
     if text.strip() or not (has_audio or num_images):  # a spoken or pictured question may come without text
         text = clean_text(text, ctx.card.limits.max_text_chars)
+    turns = [PromptTurn(t.role, t.text.strip(), len(t.audio), len(t.images)) for t in request.history]
+    turns.append(PromptTurn("user", text.strip(), int(has_audio), num_images))
+    try:
+        prompt = ctx.roles["thinker"].chat_prompt(turns)
+    except ValueError as exc:
+        raise SpecError([SpecIssue("<request>", None, "text", str(exc))]) from None
     encoder, eyes = ctx.roles["audio_encoder"], ctx.roles["image_encoder"]
-    prompt = ctx.roles["thinker"].listen_prompt(text.strip(), has_audio, num_images)
-    return ListenFeed(prompt, heard if has_audio else None, mode, encoder.tokens_for(encoder.max_samples),
-                      ctx.request.max_tokens, seen if num_images else None, eyes.max_rows())
+    clips, images = request_clips(request), request_images(request)
+    rows = sum(_rows_bound(encoder, clip) for clip in clips)
+    return ListenFeed(prompt, heard if clips else None, mode, rows, request.max_tokens, seen if images else None,
+                      eyes.max_rows())
+
+
+def request_clips(request: SpeakRequest) -> tuple:
+    """Every clip a chat request hears, in prompt order: its earlier turns' clips, then its own audio."""
+    earlier = tuple(clip for turn in request.history for clip in turn.audio)
+    return earlier if request.audio is None else (*earlier, request.audio)
+
+
+def request_images(request: SpeakRequest) -> tuple:
+    """Every picture a chat request sees, in prompt order: its earlier turns' pictures, then its own."""
+    return (*(image for turn in request.history for image in turn.images), *request.images)
+
+
+def _rows_bound(encoder: Any, clip: Any) -> int:
+    """The audio positions a clip takes: exact once it has arrived whole, else the encoder's longest clip's."""
+    arrived, ended = clip.known(encoder.sample_rate)
+    return encoder.tokens_for(min(arrived, encoder.max_samples) if ended else encoder.max_samples)
 
 
 @_op("emit_text", reads=("ar_stream@thinker",), makes=None, counts="text_tokens")

@@ -11,6 +11,16 @@ from .errors import SpecError, SpecIssue
 
 
 @dataclass(frozen=True)
+class PriorTurn:
+    """An earlier turn of the conversation a chat request continues: who spoke, what, and what it heard and saw."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    audio: tuple[Any, ...] = ()  # the clips heard in the turn (whole audio.AudioSources), in order
+    images: tuple[Any, ...] = ()  # the pictures seen in the turn (audio.seen.SeenImage), in order
+
+
+@dataclass(frozen=True)
 class SpeakRequest:
     text: str
     mode: Literal["echo", "chat"] | None = None  # None: the card's default
@@ -25,6 +35,7 @@ class SpeakRequest:
     instructions: str | None = None  # how to speak, for a thinker that takes them (Qwen: joins its system prompt)
     audio: Any = None  # heard speech (an audio.AudioSource, possibly still arriving), for a program that listens
     images: tuple = ()  # seen pictures (audio.seen.SeenImage, in order), for a program that sees
+    history: tuple[PriorTurn, ...] = ()  # the conversation before this turn (a chat program renders it first)
 
     def __post_init__(self) -> None:
         """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""
@@ -49,6 +60,9 @@ class SpeakRequest:
             problems.append(("instructions", f"expected a string or None, got {type(self.instructions).__name__}"))
         if not isinstance(self.images, tuple):
             problems.append(("images", f"expected a tuple of images, got {type(self.images).__name__}"))
+        if not isinstance(self.history, tuple) or not all(_is_turn(t) for t in self.history):
+            problems.append(("history", "expected a tuple of PriorTurn (user turns may hold audio and images), "
+                                        f"got {self.history!r:.80}"))
         if self.request_id is not None and (not isinstance(self.request_id, str) or not self.request_id):
             problems.append(("request_id", f"expected a non-empty string or None, got {self.request_id!r}"))
         if problems:
@@ -56,6 +70,12 @@ class SpeakRequest:
 
 
 SEED_MAX = 2**32 - 1  # as the CLI's --seed
+
+
+def _is_turn(turn: object) -> bool:
+    return (isinstance(turn, PriorTurn) and turn.role in ("user", "assistant") and isinstance(turn.text, str)
+            and isinstance(turn.audio, tuple) and isinstance(turn.images, tuple)
+            and (turn.role == "user" or not (turn.audio or turn.images)))
 
 
 def _is_int(value: object) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from omni_cli.backends.base import (
@@ -11,6 +13,7 @@ from omni_cli.backends.base import (
     ARStepOutput,
     ImageRows,
     ListenPrompt,
+    PromptTurn,
     ThinkerModel,
     ThinkerPrompt,
 )
@@ -76,8 +79,8 @@ class HFThinker(ThinkerModel):
     def decode_text(self, token_ids: list[int]) -> str:
         return self.prompts.decode(token_ids)
 
-    def listen_prompt(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
-        return self.prompts.listen(text, has_audio, num_images)
+    def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
+        return self.prompts.conversation(turns)
 
     def join_rows(self, parts: list[torch.Tensor]) -> torch.Tensor:
         return torch.cat(parts, dim=0)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
-from omni_cli.backends.base import ListenPrompt, ThinkerPrompt
+from omni_cli.backends.base import ListenPrompt, PromptTurn, ThinkerPrompt
 
 AUDIO_TOKENS = ("<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>")  # Qwen2.5-Omni's processor: bos, N x AUDIO, eos
 IMAGE_TOKENS = ("<|vision_bos|>", "<|IMAGE|>", "<|vision_eos|>")  # ... and bos, N x IMAGE, eos for a picture
@@ -18,7 +20,9 @@ class PromptBuilder:
 
     The template is written out rather than taken from the checkpoint: the processor's template lives in
     chat_template.json, which AutoTokenizer does not read, and for text-only turns it renders exactly
-    `<|im_start|>{role}\\n{content}<|im_end|>\\n` per turn plus the assistant header.
+    `<|im_start|>{role}\\n{content}<|im_end|>\\n` per turn plus the assistant header (an audio part is
+    `<|audio_bos|><|AUDIO|><|audio_eos|>`, a picture `<|vision_bos|><|IMAGE|><|vision_eos|>`, each widened to its
+    rows where the thinker prefills it).
     """
 
     def __init__(self, tokenizer: Any, system_prompt: str, echo_instruction: str,
@@ -42,21 +46,21 @@ class PromptBuilder:
             return ThinkerPrompt(prefill_ids=self._chat_ids(self.echo_instruction + text, system), forced_ids=forced)
         raise ValueError(f"unknown prompt mode {mode!r} (chat | echo)")
 
-    def listen(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
-        """A chat turn whose user message holds the seen pictures, then the heard audio, then `text` (the
-        processor's order for image parts, an audio part, a text part): the ids around their placeholders."""
-        if not has_audio and not num_images:
-            return ListenPrompt(self._chat_ids(text), [], -1)
-        audio_id = self.require(self.audio_tokens, "take audio")[1] if has_audio else -1
-        image_id = self.require(IMAGE_TOKENS, "see")[1] if num_images else -1
-        slots = ["image"] * num_images + (["audio"] if has_audio else [])
-        opens = {"image": IMAGE_TOKENS[0], "audio": self.audio_tokens[0]}
-        closes = {"image": IMAGE_TOKENS[2], "audio": self.audio_tokens[2]}
-        head, tail = self._chat_text("\x00").split("\x00")  # the user's content goes between
-        texts = [head + opens[slots[0]], *(closes[a] + opens[b] for a, b in zip(slots, slots[1:])),
-                 closes[slots[-1]] + text + tail]
-        pieces = [self._plain_ids(piece, allow_special=True) for piece in texts]
-        return ListenPrompt(pieces[0], pieces[-1], audio_id, image_id, pieces, slots)
+    def conversation(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
+        """The chat template's rendering of `turns` (a user turn's pictures, then its clips, then its text, the
+        processor's order for image, audio and text parts; assistant turns as their text), then the assistant's
+        header: the ids around each picture's <|IMAGE|> and each clip's <|AUDIO|> positions."""
+        wanted = [(self.audio_tokens, "take audio", sum(t.num_clips for t in turns)),
+                  (IMAGE_TOKENS, "see", sum(t.num_images for t in turns))]
+        audio_id, image_id = (self.require(tokens, what)[1] if n else -1 for tokens, what, n in wanted)
+        markers = {self.audio_tokens[1]: "audio", IMAGE_TOKENS[1]: "image"}
+        if any(m in t.text for t in turns for m in markers):
+            raise ValueError("a turn's text holds <|AUDIO|> or <|IMAGE|>, a placeholder of heard or seen input")
+        pattern = "(" + "|".join(re.escape(m) for m in markers) + ")"
+        split = re.split(pattern, self._chat_text(turns))
+        pieces = [self._plain_ids(p, allow_special=True) for p in split[::2]]
+        slots = [markers[m] for m in split[1::2]]
+        return ListenPrompt(pieces[0], pieces[-1] if slots else [], audio_id, image_id, pieces, slots)
 
     def require(self, tokens: tuple[str, ...], what: str) -> list[int]:
         """The ids of `tokens`; a tokenizer without one of them is refused in one line naming them."""
@@ -75,14 +79,13 @@ class PromptBuilder:
         return None if token_id is None or token_id == unk else int(token_id)
 
     def _chat_ids(self, user_text: str, system: str | None = None) -> list[int]:
-        return self._plain_ids(self._chat_text(user_text, system), allow_special=True)
+        return self._plain_ids(self._chat_text([PromptTurn("user", user_text)], system), allow_special=True)
 
-    def _chat_text(self, user_text: str, system: str | None = None) -> str:
-        return (
-            f"<|im_start|>system\n{system or self.system_prompt}<|im_end|>\n"
-            f"<|im_start|>user\n{user_text}<|im_end|>\n"
-            "<|im_start|>assistant\n"
-        )
+    def _chat_text(self, turns: Sequence[PromptTurn], system: str | None = None) -> str:
+        clip, picture = "".join(self.audio_tokens), "".join(IMAGE_TOKENS)
+        body = "".join(f"<|im_start|>{t.role}\n{picture * t.num_images}{clip * t.num_clips}{t.text}<|im_end|>\n"
+                       for t in turns)
+        return f"<|im_start|>system\n{system or self.system_prompt}<|im_end|>\n{body}<|im_start|>assistant\n"
 
     def _plain_ids(self, text: str, allow_special: bool = False) -> list[int]:
         # the whole prompt is tokenized at once, as the processor does; a forced reply keeps typed

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from ..base import AR_PREFILL, AR_TOKEN, ARStepInput, ARStepOutput, ImageRows, ListenPrompt, ThinkerModel, ThinkerPrompt
+from ..base import (
+    AR_PREFILL,
+    AR_TOKEN,
+    ARStepInput,
+    ARStepOutput,
+    ImageRows,
+    ListenPrompt,
+    PromptTurn,
+    ThinkerModel,
+    ThinkerPrompt,
+)
 from .decoder import Decoder
 from .nn import WeightSource, linear
 from .params import ThinkerParams
@@ -41,16 +53,27 @@ class NumpyThinker(ThinkerModel):
             return ThinkerPrompt([BOS, SPEAK], data, EOS)
         return ThinkerPrompt([BOS, CHAT, *data, SPEAK], None)
 
-    def listen_prompt(self, text: str, has_audio: bool, num_images: int = 0) -> ListenPrompt:
-        data = list(text.encode("utf-8"))
-        if not has_audio and not num_images:
-            return ListenPrompt([BOS, CHAT, *data, SPEAK], [], AUDIO)
-        # each picture between its markers, then the audio between its own, then the text
-        opens = [VISION_BOS] * num_images + ([AUDIO_BOS] if has_audio else [])
-        closes = [VISION_EOS] * num_images + ([AUDIO_EOS] if has_audio else [])
-        pieces = [[BOS, CHAT, opens[0]], *([c, o] for c, o in zip(closes, opens[1:])), [closes[-1], *data, SPEAK]]
-        slots = ["image"] * num_images + (["audio"] if has_audio else [])
-        return ListenPrompt(pieces[0], pieces[-1], AUDIO, IMAGE, pieces, slots)
+    def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
+        """BOS, then per user turn CHAT, each picture as VISION_BOS rows VISION_EOS, each clip as AUDIO_BOS rows
+        AUDIO_EOS, its text bytes; per assistant turn SPEAK, its text bytes, EOS; then SPEAK, where the reply
+        begins."""
+        pieces: list[list[int]] = []
+        slots: list[str] = []
+        ids = [BOS]
+        for turn in turns:
+            data = list(turn.text.encode("utf-8"))
+            if turn.role == "assistant":
+                ids += [SPEAK, *data, EOS]
+                continue
+            ids.append(CHAT)
+            media = [("image", VISION_BOS, VISION_EOS)] * turn.num_images
+            for slot, opens, closes in media + [("audio", AUDIO_BOS, AUDIO_EOS)] * turn.num_clips:
+                pieces.append([*ids, opens])
+                slots.append(slot)
+                ids = [closes]
+            ids += data
+        pieces.append([*ids, SPEAK])
+        return ListenPrompt(pieces[0], pieces[-1] if slots else [], AUDIO, IMAGE, pieces, slots)
 
     def decode_text(self, token_ids: list[int]) -> str:
         return bytes([t for t in token_ids if t < 256]).decode("utf-8", errors="replace")  # a list: faster than a generator

@@ -30,7 +30,7 @@ class PiperDecoder(FrameVocoder):
         self.pause_samples = round(params.pause_s * sample_rate)
         self.stream = stream
         self.frames_decoded = 0  # frames this decoder has run, over every request
-        self._lead = stream.lead_frames(samples_per_frame)
+        self._lead = stream.lead_frames
         self._session = session
         self._bytes = model_bytes
         self._input = session.get_inputs()[0].name

@@ -14,18 +14,16 @@ class StreamSpec:
 
     states: list[tuple[str, int, int]] = field(default_factory=list)
     delay_samples: int = 0
+    lead_frames: int = 1  # the fewest frames of a sentence's first chunk (unless it is also its last)
 
     def to_json(self) -> dict:
-        return {"states": [list(s) for s in self.states], "delay_samples": self.delay_samples}
+        return {"states": [list(s) for s in self.states], "delay_samples": self.delay_samples,
+                "lead_frames": self.lead_frames}
 
     @classmethod
     def from_json(cls, data: dict) -> StreamSpec:
         states = [(str(n), int(c), int(i)) for n, c, i in data["states"]]
-        return cls(states, int(data["delay_samples"]))
-
-    def lead_frames(self, samples_per_frame: int) -> int:
-        """The fewest frames a sentence's first chunk needs (unless it is also its last): more than the delay."""
-        return self.delay_samples // samples_per_frame + 1
+        return cls(states, int(data["delay_samples"]), int(data["lead_frames"]))
 
     def initial(self, rows: int) -> dict[str, np.ndarray]:
         """States before a sentence's first chunk: each convolution's left zero padding, nothing held."""

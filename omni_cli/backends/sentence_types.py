@@ -6,7 +6,7 @@ The piper backend implements them; the loops (`phonemize`, `sentence_frames`, `f
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -78,6 +78,17 @@ class FrameChunkInput:
     frames: np.ndarray  # float32 [channels, n]: the chunk with its context frames on each side
     keep_start: int  # frames [keep_start, keep_end) of `frames` are this chunk's: their samples are kept
     keep_end: int
+    carry: Any = None  # what the vocoder handed back with this sentence's previous chunk (None: its first)
+    last: bool = False  # the sentence's last chunk: a streaming vocoder flushes what it held back
+
+
+@dataclass(frozen=True)
+class DecodedChunk:
+    """A frame chunk's samples, and what the vocoder needs back with the sentence's next chunk (a streaming
+    vocoder's held state; a request's state lives in its loop, so a failed batch leaves it as it was)."""
+
+    samples: np.ndarray  # float32
+    carry: Any = None
 
 
 class PhonemizerModel(Component, Protocol):
@@ -98,7 +109,8 @@ class AcousticModel(Component, Protocol):
 
 
 class FrameVocoder(Component, Protocol):
-    """run(FRAME_CHUNK, [FrameChunkInput]) -> [float32 samples of frames keep_start..keep_end]."""
+    """run(FRAME_CHUNK, [FrameChunkInput]) -> [DecodedChunk]: the samples of frames keep_start..keep_end (a
+    streaming vocoder's lag behind its frames: fewer in a sentence's first chunk, that many more in its last)."""
 
     sample_rate: int
     samples_per_frame: int

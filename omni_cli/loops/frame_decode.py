@@ -2,7 +2,8 @@
 
 Chunks never cross a sentence: each sentence was made on its own, so its edges are real edges. A chunk
 is decoded with `context_frames` more on each side (fewer at a sentence's edges) and keeps only its own
-samples; every sentence but the first starts with the voice's pause.
+samples, or (a streaming vocoder, no context) with what the vocoder handed back from the sentence's previous
+chunk; every sentence but the first starts with the voice's pause.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.sentence_types import FRAME_CHUNK, FrameChunkInput, FrameVocoder, SentenceFrames
+from ..backends.sentence_types import FRAME_CHUNK, DecodedChunk, FrameChunkInput, FrameVocoder, SentenceFrames
 from ..spec.card import LoopSpec
 from .audio_decode import AudioPiece
 from .base import (
@@ -48,6 +49,7 @@ class FrameDecodeState(LoopState):
     out: Channel | None = None
     sentence: int = 0  # the sentence being decoded
     next_frame: int = 0  # its first frame not decoded yet
+    carry: object = None  # what the vocoder handed back with the sentence's latest chunk
     frames_done: int = 0  # frames of earlier sentences
     num_samples: int = 0
 
@@ -87,13 +89,15 @@ class FrameDecodeLoop(Loop):
             end = piece.num_frames
         context = self.component.context_frames
         lo, hi = max(0, start - context), min(piece.num_frames, end + context)
-        inputs = FrameChunkInput(piece.frames[:, lo:hi], start - lo, end - lo)
-        # chunks of equal width (with their context) can run as one batch
-        return WorkPlan(FRAME_CHUNK, state.step, (self.loop_id, FRAME_CHUNK, hi - lo),
+        last = end == piece.num_frames
+        inputs = FrameChunkInput(piece.frames[:, lo:hi], start - lo, end - lo, state.carry, last)
+        # chunks of equal width (with their context), each a sentence's first or not, last or not, run as one batch
+        return WorkPlan(FRAME_CHUNK, state.step, (self.loop_id, FRAME_CHUNK, hi - lo, start == 0, last),
                         self.component.step_bytes(hi - lo), inputs)
 
-    def advance(self, state: FrameDecodeState, plan: WorkPlan, output: np.ndarray) -> FrameDecodeState:
+    def advance(self, state: FrameDecodeState, plan: WorkPlan, decoded: DecodedChunk) -> FrameDecodeState:
         inputs: FrameChunkInput = plan.inputs
+        output, state.carry = decoded.samples, decoded.carry
         if state.next_frame == 0 and state.sentence > 0:  # the pause between sentences
             output = np.concatenate([np.zeros(self.component.pause_samples, dtype=np.float32), output])
         state.next_frame += inputs.keep_end - inputs.keep_start
@@ -105,7 +109,7 @@ class FrameDecodeLoop(Loop):
             state.feed.done_with(state.sentence)
             state.frames_done += piece.num_frames
             state.sentence += 1
-            state.next_frame = 0
+            state.next_frame, state.carry = 0, None
             if state.feed.is_done(state.sentence):
                 self._finish(state, "end")
         return state

@@ -43,7 +43,7 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
         raise BackendUnavailable(f"card {card.model!r} needs {exc.name or 'onnx'}: {_INSTALL}") from None
     if parts.note and on_load is not None:
         on_load(LoadStep(parts.note, note=True))
-    channels, hop = parts.channels, parts.samples_per_frame
+    channels, hop, stream = parts.channels, parts.samples_per_frame, parts.stream
     threads = settings.num_threads
     acoustic_params, decoder_params = params[by_role["acoustic"]], params[by_role["vocoder"]]
     sizes = len(parts.acoustic), len(parts.decoder)
@@ -53,6 +53,6 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
         by_role["acoustic"]: PiperAcoustic(by_role["acoustic"], sessions[0], channels, sizes[0], acoustic_params,
                                            voice.phoneme_id_map),
         by_role["vocoder"]: PiperDecoder(by_role["vocoder"], sessions[1], channels, hop, voice.sample_rate, sizes[1],
-                                         decoder_params),
+                                         decoder_params, stream),
         by_role["phonemizer"]: GruutPhonemizer(by_role["phonemizer"], voice, params[by_role["phonemizer"]].language),
     }

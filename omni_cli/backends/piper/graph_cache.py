@@ -18,8 +18,9 @@ from pathlib import Path
 
 from ... import cache
 from .sessions import optimized, runtime_version
+from .stream_state import StreamSpec
 
-GRAPH_VERSION = 1  # bump when graph.py would split a voice differently
+GRAPH_VERSION = 2  # bump when graph.py or streaming.py would build a voice's parts differently
 PARTS = ("acoustic", "decoder")
 META = "meta.json"
 
@@ -29,9 +30,10 @@ class SplitGraphs:
     """The voice's two parts as serialized ONNX, and the facts the components need about them."""
 
     acoustic: bytes
-    decoder: bytes
+    decoder: bytes  # the streaming decoder (streaming.py)
     channels: int  # channels of a latent frame
     samples_per_frame: int
+    stream: StreamSpec  # the streaming decoder's states and delay
     note: str | None = None  # one line when the cache could not be used
     optimized: bool = False  # each part as `sessions.optimized` made it (sessions on it skip that work)
 
@@ -96,25 +98,28 @@ def read(folder: Path) -> SplitGraphs | None:
     try:
         meta = json.loads(found[META])
         channels, hop = int(meta["channels"]), int(meta["samples_per_frame"])
+        stream = StreamSpec.from_json(meta["stream"])
     except (ValueError, KeyError, TypeError):
         return None
-    return SplitGraphs(found["acoustic.onnx"], found["decoder.onnx"], channels, hop, optimized=True)
+    return SplitGraphs(found["acoustic.onnx"], found["decoder.onnx"], channels, hop, stream, optimized=True)
 
 
 def write(folder: Path, parts: SplitGraphs) -> None:
     """Each part, then the facts (each file written whole with its digest beside it)."""
     cache.write_artifact(folder / "acoustic.onnx", parts.acoustic)
     cache.write_artifact(folder / "decoder.onnx", parts.decoder)
-    meta = {"channels": parts.channels, "samples_per_frame": parts.samples_per_frame}
+    meta = {"channels": parts.channels, "samples_per_frame": parts.samples_per_frame, "stream": parts.stream.to_json()}
     cache.write_artifact(folder / META, json.dumps(meta).encode())
 
 
 def build(model_path: Path, optimize: bool = False) -> SplitGraphs:
     """Split the voice's graph now (imports `onnx`); `optimize`: each part as onnxruntime optimizes it, to keep."""
-    from . import graph
+    from . import graph, streaming
 
     model = graph.read_graph(model_path)
-    parts = [graph.acoustic_graph(model).SerializeToString(), graph.decoder_graph(model).SerializeToString()]
+    channels = graph.frame_channels(model)
+    decoder, stream = streaming.streaming_graph(graph.decoder_graph(model), graph.FRAMES, channels)
+    parts = [graph.acoustic_graph(model).SerializeToString(), decoder.SerializeToString()]
     if optimize:
         parts = [optimized(part) for part in parts]
-    return SplitGraphs(*parts, graph.frame_channels(model), graph.samples_per_frame(model), optimized=optimize)
+    return SplitGraphs(*parts, channels, graph.samples_per_frame(model), stream, optimized=optimize)

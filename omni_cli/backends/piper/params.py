@@ -24,7 +24,6 @@ class AcousticParams(ParamsSchema):
 class DecoderParams(ParamsSchema):
     chunk_frames: int = bounded(128, min=1, max=4096, doc="frames per chunk (256 samples each)")
     first_chunk_frames: int = bounded(16, min=1, max=4096, doc="frames of a request's first chunk, doubling up to chunk_frames")
-    context_frames: int = bounded(8, min=0, max=256, doc="frames decoded on each side of a chunk and thrown away")
     pause_s: float = bounded(0.2, min=0.0, max=5.0, doc="silence between sentences")
 
     def problems(self) -> list[tuple[str, str]]:

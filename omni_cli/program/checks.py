@@ -124,8 +124,8 @@ def _check_op_node(node: NodeSpec, program: ProgramSpec, issues: IssueList) -> N
     if op is None:
         issues.add(program.line(f"{key}.op"), f"{key}.op", f"unknown op {node.op!r} (known: {', '.join(sorted(OPS))})")
         return
-    if len(node.inputs) != op.num_inputs:
-        issues.add(program.line(f"{key}.inputs"), f"{key}.inputs", f"op {op.name!r} takes {op.num_inputs} input(s)")
+    if not op.takes_inputs(len(node.inputs)):
+        issues.add(program.line(f"{key}.inputs"), f"{key}.inputs", f"op {op.name!r} takes {op.describe_inputs()} input(s)")
     if op.produces != (node.output is not None):
         what = "needs an `output` slot" if op.produces else "produces nothing (remove `output`)"
         issues.add(program.line(key), key, f"op {op.name!r} {what}")
@@ -163,7 +163,7 @@ def _check_slot_kinds(program: ProgramSpec, card: CardSpec, issues: IssueList) -
         else:
             kind, role = LOOP_KINDS[card.loops[node.loop].kind], card.components[card.loops[node.loop].component].role
             reads, makes, who = (with_role(kind.reads, role),), with_role(kind.makes, role), f"loop {node.loop!r}"
-        for j, (slot, wanted) in enumerate(zip(node.inputs, reads, strict=True)):
+        for j, (slot, wanted) in enumerate(zip(node.inputs, reads[:len(node.inputs)], strict=True)):
             have = kinds.get(slot)
             if have is not None and not kinds_match(have, wanted):
                 key = f"nodes.{node.index}.inputs.{j}"

@@ -38,10 +38,18 @@ class Op:
     reads_frames: bool | None = None  # a talker hand-off: True reads multi-codebook frames, False single codes
     # the usage a client is billed: the loop whose stream this op reads counts its WorkUnits as these tokens
     counts: Literal["text_tokens", "codec_tokens"] | None = None
+    optional: int = 0  # its last this many inputs may be left out (a program without that tower, say)
 
     @property
     def num_inputs(self) -> int:
         return len(self.reads)
+
+    def takes_inputs(self, n: int) -> bool:
+        return self.num_inputs - self.optional <= n <= self.num_inputs
+
+    def describe_inputs(self) -> str:
+        low = self.num_inputs - self.optional
+        return f"{low} to {self.num_inputs}" if self.optional else str(self.num_inputs)
 
     @property
     def produces(self) -> bool:
@@ -73,9 +81,9 @@ OPS: dict[str, Op] = {}
 
 
 def _op(name: str, *, reads: tuple[str, ...], makes: str | None, handoff: bool = False, states: bool = False,
-        frames: bool | None = None, counts: Literal["text_tokens", "codec_tokens"] | None = None):
+        frames: bool | None = None, counts: Literal["text_tokens", "codec_tokens"] | None = None, optional: int = 0):
     def register(fn):
-        OPS[name] = Op(name, fn, reads, makes, handoff, states, (fn.__doc__ or "").strip(), frames, counts)
+        OPS[name] = Op(name, fn, reads, makes, handoff, states, (fn.__doc__ or "").strip(), frames, counts, optional)
         return fn
     return register
 
@@ -98,11 +106,12 @@ def tokenize(ctx: RequestContext, inputs: list[Any], mode: str) -> ThinkerFeed:
 
 
 @_op("tokenize_turn", reads=("text", "audio_rows@audio_encoder", "image_rows@image_encoder"),
-     makes="ar_feed@thinker", handoff=True)
+     makes="ar_feed@thinker", handoff=True, optional=1)
 def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFeed:
     """A chat turn after the conversation's earlier turns: their text, pictures and clips, then this turn's text,
-    seen pictures and heard audio (each encoded as it comes) → the thinker's prompt."""
-    text, heard, seen = inputs
+    seen pictures and heard audio (each encoded as it comes) → the thinker's prompt. A program that does not see
+    leaves out the pictures' slot."""
+    text, heard, seen = (*inputs, None) if len(inputs) == 2 else inputs
     request = ctx.request
     has_audio, num_images = request.audio is not None, len(request.images)
     if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
@@ -118,11 +127,11 @@ def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFe
         prompt = ctx.roles["thinker"].chat_prompt(turns)
     except ValueError as exc:
         raise SpecError([SpecIssue("<request>", None, "text", str(exc))]) from None
-    encoder, eyes = ctx.roles["audio_encoder"], ctx.roles["image_encoder"]
+    encoder, eyes = ctx.roles["audio_encoder"], ctx.roles.get("image_encoder")
     clips, images = request_clips(request), request_images(request)
     rows = sum(_rows_bound(encoder, clip) for clip in clips)
     return ListenFeed(prompt, heard if clips else None, mode, rows, request.max_tokens, seen if images else None,
-                      eyes.max_rows())
+                      eyes.max_rows() if eyes is not None else 0)
 
 
 def request_clips(request: SpeakRequest) -> tuple:

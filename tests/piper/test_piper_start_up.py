@@ -105,9 +105,10 @@ def test_kept_parts_are_marked_optimized_and_parts_built_in_memory_are_not(parts
 def test_a_session_on_the_kept_graph_decodes_as_one_on_the_raw_part(parts):
     raw, kept = parts
     frames = np.random.default_rng(0).standard_normal((1, raw.channels, 40), dtype=np.float32)
+    whole = {"first": np.array([1], np.int64), "last": np.array([1], np.int64), **raw.stream.initial(1)}
     outputs = []
     for model, optimized in ((raw.decoder, False), (kept.decoder, True)):
-        made = session(model, 1, optimized)
-        outputs.append(made.run(None, {made.get_inputs()[0].name: frames})[0].ravel())
+        made = session(model, 1, optimized)  # the streaming decoder, as one whole-sentence chunk
+        outputs.append(made.run(None, {made.get_inputs()[0].name: frames, **whole})[0].ravel())
     assert outputs[0].shape == (40 * raw.samples_per_frame,) and np.abs(outputs[0]).max() > 1e-3
     np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-4)

@@ -43,11 +43,12 @@ GROUP_FIXTURES = {"ray": ("ray_cluster", "executors"), "real_width": ("realwidth
 GROUP_OF_FILE = {path: group for group, paths in WORKER_GROUPS.items() for path in paths}
 # The units (files, groups) that take longest on 2 cores, longest first: the scheduler gives these out first.
 # Measured with `python -m pytest --durations=0` (a file's tests summed); a unit missing here goes after them.
+# The doc tests come second: they need no tiny checkpoint, so one worker runs them while the other builds it.
 LONGEST_FIRST = (
     "ray",
+    "tests/docs/test_doc_commands.py",
     "tests/hf/test_hf_dit_ahead.py",
     "real_width",
-    "tests/docs/test_doc_commands.py",
     "tests/hf/test_hf_dit_compile.py",
     "tests/cli/test_reliability_cli.py",
     "tests/cli/test_exit_codes.py",

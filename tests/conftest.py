@@ -42,7 +42,7 @@ WORKER_GROUPS = {
 GROUP_FIXTURES = {"ray": ("ray_cluster", "executors"), "real_width": ("realwidth_checkpoint", "checkpoint_7b")}
 GROUP_OF_FILE = {path: group for group, paths in WORKER_GROUPS.items() for path in paths}
 # The units (files, groups) that take longest on 2 cores, longest first: the scheduler gives these out first.
-# Measured with `python -m pytest --durations=0` (a file's tests summed); a unit missing here goes after them.
+# Ranked by a whole run's `python -m pytest --durations=80` (a unit's tests summed); units not named here follow.
 # The doc tests come second: they need no tiny checkpoint, so one worker runs them while the other builds it.
 LONGEST_FIRST = (
     "ray",

@@ -41,6 +41,19 @@ WORKER_GROUPS = {
 }
 GROUP_FIXTURES = {"ray": ("ray_cluster", "executors"), "real_width": ("realwidth_checkpoint", "checkpoint_7b")}
 GROUP_OF_FILE = {path: group for group, paths in WORKER_GROUPS.items() for path in paths}
+# The units (files, groups) that take longest on 2 cores, longest first: the scheduler gives these out first.
+# Ranked by a whole run's `python -m pytest --durations=80` (a unit's tests summed); units not named here follow.
+# The doc tests come second: they need no tiny checkpoint, so one worker runs them while the other builds it.
+LONGEST_FIRST = (
+    "ray",
+    "tests/docs/test_doc_commands.py",
+    "tests/hf/test_hf_dit_ahead.py",
+    "real_width",
+    "tests/hf/test_hf_dit_compile.py",
+    "tests/cli/test_reliability_cli.py",
+    "tests/cli/test_exit_codes.py",
+    "tests/hf/test_hf_dit_blocks.py",
+)
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -53,12 +66,27 @@ def pytest_xdist_make_scheduler(config, log):
             path = nodeid.split("::", 1)[0]
             return GROUP_OF_FILE.get(path, path)
 
+        def _assign_work_unit(self, node) -> None:
+            # the longest units first (then xdist's order, most tests first): the last to start are short, so
+            # the two workers finish together instead of one running a long file alone at the end
+            if not getattr(self, "_longest_first", False):
+                rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
+                units = sorted(self.workqueue.items(), key=lambda item: rank.get(item[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self._longest_first = True
+            super()._assign_work_unit(node)
+
     return FilesAndGroups(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A file that uses a group's fixture must be in WORKER_GROUPS (else two Ray clusters, or two
-    real-width loads at once, could start): checked at every collection, serial or not."""
+    real-width loads at once, could start), and LONGEST_FIRST names groups and files that exist: checked at every
+    collection, serial or not."""
+    unknown = [unit for unit in LONGEST_FIRST if unit not in WORKER_GROUPS and not (ROOT / unit).is_file()]
+    if unknown:
+        raise pytest.UsageError(f"LONGEST_FIRST in tests/conftest.py names no group or file: {unknown}")
     for item in items:
         path = item.path.relative_to(ROOT).as_posix()
         for group, fixtures in GROUP_FIXTURES.items():

@@ -124,7 +124,8 @@ def _build(directory: Path) -> Path:
 
     # the thinker, run greedily through our own components, picks its EOS
     settings = {"model_path": str(directory), "codec_bos_pad_in_prefill": False}
-    parts = build(None, {}, settings)
+    # only the thinker's prompt is used: the vocoder loads eager, with nothing compiled into the cache for it
+    parts = build(None, {"vocoder": {"dit_ahead_of_time": False, "bigvgan_ahead_of_time": False}}, settings)
     ids = parts["thinker"].encode(PROMPT, "chat").prefill_ids
     model.speaker_map = spk
     # only the thinker and talker trajectories matter here: skip the waveform

@@ -3,6 +3,8 @@
 The last user message may carry one `input_audio` part (base64 `wav` or `mp3`) and `image_url` parts (data URLs
 of base64 PNG or JPEG; a remote http(s) URL is refused: the server fetches nothing): a server whose program
 listens and sees (`omni serve --program chat`) hears and sees them through the card's encoders before it answers.
+The messages before it are the conversation's history, heard and seen as `omni chat --history` hears its turns
+(messages.py says how each maps, and its bounds).
 
 OpenAI's audio-output shape: `message.audio` holds the base64 audio and its transcript (the
 thinker's reply); with `stream: true`, `delta.audio.transcript` pieces and `delta.audio.data`
@@ -21,13 +23,12 @@ from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, TextPiece
 from .bodies import (ModelInfo, bad_request, check_common, check_fields, check_model, check_voice, get, get_list,
                      parse_json)
-from .images import image_part
+from .messages import conversation
 from .responses import Send, send_body, send_error, send_start, send_whole, sse
 from .speech import accepted, ended_badly
 from .worker import Ticket
 
 CHAT_FORMATS = {"wav": "wav", "pcm16": "pcm", "flac": "flac", "mp3": "mp3", "opus": "opus"}  # OpenAI name -> ours
-ROLES = ("system", "developer", "user", "assistant")
 
 
 @dataclass(frozen=True)
@@ -39,78 +40,13 @@ class ChatBody:
     include_usage: bool
 
 
-AUDIO_INPUT_FORMATS = ("wav", "mp3")
-
-
-def _message_text(message: Any, i: int) -> tuple[str, str, list[tuple[bytes, str, str]], list]:
-    """(role, text, audio parts as (bytes, format, param), images as SeenImage)."""
-    where = f"messages[{i}]."
-    if not isinstance(message, dict):
-        raise bad_request(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
-    check_fields(message, {"role", "content", "name", "audio", "refusal"}, where)
-    role = get(message, "role", str, where=where, required=True)
-    if role not in ROLES:
-        raise bad_request(f"unknown role {role!r} in messages[{i}] (known: {', '.join(ROLES)})", where + "role")
-    content = get(message, "content", (str, list), "", where=where)
-    if isinstance(content, str):
-        return role, content, [], []
-    texts, audio, images = [], [], []
-    for j, part in enumerate(content):
-        if isinstance(part, dict) and part.get("type") == "input_audio":
-            audio.append(_input_audio(part, f"{where}content[{j}]"))
-            continue
-        if isinstance(part, dict) and part.get("type") == "image_url":
-            images.append(image_part(part, f"{where}content[{j}]"))
-            continue
-        if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-            raise bad_request(f"messages[{i}].content[{j}]: only text, input_audio and image_url parts are supported "
-                              "by this server", f"{where}content[{j}]", "unsupported_content")
-        texts.append(part["text"])
-    return role, "".join(texts), audio, images
-
-
-def _input_audio(part: dict[str, Any], where: str) -> tuple[bytes, str, str]:
-    check_fields(part, {"type", "input_audio"}, where + ".")
-    inner = get(part, "input_audio", dict, where=where + ".", required=True)
-    check_fields(inner, {"data", "format"}, where + ".input_audio.")
-    fmt = get(inner, "format", str, where=where + ".input_audio.", required=True)
-    if fmt not in AUDIO_INPUT_FORMATS:
-        raise bad_request(f"{where}.input_audio.format {fmt!r}: known formats are {', '.join(AUDIO_INPUT_FORMATS)}",
-                          where + ".input_audio.format", "unsupported_value")
-    data = get(inner, "data", str, where=where + ".input_audio.", required=True)
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except ValueError:
-        raise bad_request(f"{where}.input_audio.data is not base64", where + ".input_audio.data") from None
-    return raw, fmt, where + ".input_audio.data"
-
-
-def _heard(parts: list[tuple[bytes, str, str]]):
-    """The last user message's audio as an AudioSource, or None; one part at most."""
-    from ..audio.heard import AudioInputError, read_wav_bytes
-
-    if not parts:
-        return None
-    if len(parts) > 1:
-        raise bad_request("one input_audio part per request (the question's audio)", parts[1][2], "unsupported_value")
-    raw, fmt, param = parts[0]
-    try:
-        return read_wav_bytes(raw, f"the {fmt} audio")
-    except AudioInputError as exc:
-        raise bad_request(str(exc), param) from None
-
-
 def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
     body = parse_json(raw)
     check_fields(body, {"model", "messages", "modalities", "audio", "stream", "stream_options", "seed", "max_tokens",
                         "max_completion_tokens", "n", "user"})
     model = get(body, "model", str, required=True)
     check_model(info, model)
-    messages = get(body, "messages", list, required=True)
-    texts = [_message_text(m, i) for i, m in enumerate(messages)]
-    user = [(text, audio, images) for role, text, audio, images in texts if role == "user"]
-    if not user:
-        raise bad_request("'messages' has no user message to answer", "messages", "missing_required_parameter")
+    said = conversation(get(body, "messages", list, required=True), info.max_text_chars)
     modalities = get_list(body, "modalities", str, ["text"])
     if sorted(modalities) != ["audio", "text"]:
         raise bad_request(f"modalities {modalities!r}: this model answers in text and audio; "
@@ -133,12 +69,11 @@ def chat_body(info: ModelInfo, raw: bytes) -> ChatBody:
     check_fields(options, {"include_usage"}, "stream_options.")
     include_usage = get(options, "include_usage", bool, False, where="stream_options.")
     tokens = get(body, "max_completion_tokens", int)
-    text, heard, images = user[-1][0], _heard(user[-1][1]), tuple(user[-1][2])
+    text, heard, images = said.text, said.heard, said.images
     needs_text = heard is None and not images  # a spoken or pictured question needs no text
     common = check_common(info, {**body, "max_tokens": tokens if tokens is not None else body.get("max_tokens")},
                           text if needs_text or text.strip() else "(heard)")
-    # the request carries one turn: the answer is to the last user message (earlier turns are not seen)
-    request = SpeakRequest(text, mode="chat", voice=voice, audio=heard, images=images, **common)
+    request = SpeakRequest(text, mode="chat", voice=voice, audio=heard, images=images, history=said.history, **common)
     return ChatBody(request, model, fmt, stream, include_usage)
 
 

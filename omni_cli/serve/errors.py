@@ -41,7 +41,7 @@ def from_engine(exc: BaseException) -> ApiError:
 
     if isinstance(exc, SpecError):
         param = exc.issues[0].key  # a SpecError carries at least one issue
-        param = {"text": "input"}.get(param, param)  # our field names in the client's words
+        param = {"text": "input", "history": "messages"}.get(param, param)  # our field names in the client's words
         return bad_request("; ".join(i.message for i in exc.issues) or str(exc), param)
     if isinstance(exc, AdmissionError):
         return ApiError(400, str(exc), param="input", code="request_too_large")

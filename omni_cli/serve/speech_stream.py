@@ -3,20 +3,27 @@
 The message shapes are vllm-omni's, so its clients work unchanged:
 
     client -> server   {"type": "session.config", "voice": ..., "response_format": "pcm", "split_granularity": ...}
-                       (vllm-omni's fields: stream_config.py says which are honoured, ignored or refused)
+                       (vllm-omni's fields: stream_config.py says which are honoured, ignored or refused;
+                       sent again between utterances it replaces the config)
                        {"type": "input.text", "text": "..."}   (any number)
-                       {"type": "input.done"}
+                       {"type": "input.done"}   (ends the utterance; the socket stays open for the next)
                        {"type": "session.close"}   (optional: ends the session at once, unsaid pieces dropped)
-    server -> client   {"type": "audio.start", "sentence_index": N, "sentence_text": "...", "format": ..., "sample_rate": R}
+    server -> client   {"type": "audio.start", "utterance_index": U, "sentence_index": N, "sentence_text": "...",
+                        "format": ..., "sample_rate": R}
                        binary frames: the sentence's audio in `format`, as it is made (one file per sentence)
-                       {"type": "audio.done", "sentence_index": N, "total_bytes": B, "sample_rate": R, "error": false}
-                       {"type": "session.done", "total_sentences": N}
+                       {"type": "audio.done", "utterance_index": U, "sentence_index": N, "total_bytes": B,
+                        "sample_rate": R, "error": false}
+                       {"type": "session.done", "utterance_index": U, "total_sentences": N}   (per input.done)
                        {"type": "warning", "message": "...", "param": F, "code": "ignored_parameter"}
                                                            (after session.config, per field it ignores)
                        {"type": "error", "message": "...", "code": ...}   (a bad message; the session goes on)
 
+utterance_index counts input.done cycles from 0; sentence_index counts pieces within one utterance.
+
 A client silent for `ws_idle_timeout_s` (no session.config, or no text while nothing is left to send) gets an
 error with code "idle_timeout" and the socket closes with 1008 and the reason; its unspoken pieces are cancelled.
+Silent that long after an utterance was said whole (nothing begun since), the socket closes with 1000 and no
+error: a client that reads until the close, expecting one utterance per socket, ends as it did before.
 
 Each piece is its own request on the server's one engine, submitted the moment its text is complete, so a
 piece is computed while the one before it is still being sent; audio goes out in text order. The socket
@@ -26,7 +33,6 @@ closing cancels every piece not yet spoken.
 from __future__ import annotations
 
 import json
-from collections import deque
 from typing import Any
 
 import anyio
@@ -39,8 +45,8 @@ from .errors import ApiError, bad_request
 from .responses import encoded, finished
 from .speech import accepted, ended_badly, usage
 from .stream_config import StreamConfig
+from .stream_pacer import Pacer, Piece, UtteranceEnd
 
-_END = object()  # after the last piece: the speaker sends session.done
 IDLE_CLOSE = 1008  # RFC 6455's generic policy code: no code is defined for a peer that stays silent
 
 
@@ -63,58 +69,8 @@ def _parse(raw: str | None, limit: int) -> dict[str, Any]:
     return msg
 
 
-class _Pacer:
-    """When each complete piece goes to the engine: at once, unless an earlier piece has not been heard yet
-    (no audio out, not done). So a piece's first audio never shares the engine with the pieces after it
-    (text sent whole would otherwise start all its sentences together), and the next piece is computed
-    while the one before it is still being sent. Runs on the event loop only."""
-
-    def __init__(self, ctx, config: StreamConfig, speaker) -> None:
-        self.ctx, self.config, self.speaker = ctx, config, speaker
-        self.waiting: deque[str] = deque()
-        self.unheard = None  # the ticket of the piece submitted and not yet heard
-        self.ended = False  # input.done came: _END follows the last piece
-        self.tickets: list = []  # every piece submitted, cancelled when the session ends
-        self.unspoken = 0  # pieces handed to the speaker and not yet all sent
-        self.last_spoken = anyio.current_time()  # when the speaker last finished a piece
-
-    @property
-    def busy(self) -> bool:
-        """Something is still to be said: the client waiting for it is not idle."""
-        return bool(self.waiting) or self.unspoken > 0
-
-    def spoken(self) -> None:
-        self.unspoken -= 1
-        self.last_spoken = anyio.current_time()
-
-    def add(self, texts: list[str], ended: bool = False) -> None:
-        self.waiting.extend(texts)
-        self.ended = self.ended or ended
-        self.pump()
-
-    def heard(self, ticket) -> None:
-        """`ticket`'s piece has audio out, or is over."""
-        if ticket is self.unheard:
-            self.unheard = None
-            self.pump()
-
-    def pump(self) -> None:
-        while self.waiting and self.unheard is None:
-            text = self.waiting.popleft()
-            submitted = _submit(self.ctx, self.config, text)
-            if not isinstance(submitted, ApiError):
-                self.tickets.append(submitted)
-                self.unheard = submitted
-            self.unspoken += 1
-            self.speaker.send_nowait((text, submitted))
-        if self.ended and not self.waiting:
-            self.ended = False
-            self.speaker.send_nowait(_END)
-            self.speaker.close()
-
-
 async def session(ctx, ws: WebSocket) -> None:
-    """One WebSocket session: a config, text deltas, the end; audio for every piece, in order."""
+    """One WebSocket session: a config, then utterances (text deltas, input.done); audio for every piece, in order."""
     await ws.accept()
     pacer = None
     try:
@@ -122,11 +78,11 @@ async def session(ctx, ws: WebSocket) -> None:
         if config is None:
             return
         to_speaker, from_listener = anyio.create_memory_object_stream(max_buffer_size=1 << 16)
-        pacer = _Pacer(ctx, config, to_speaker)
+        pacer = Pacer(lambda piece_config, text: _submit(ctx, piece_config, text), to_speaker)
         async with anyio.create_task_group() as tasks:
             async def speak() -> None:
                 try:
-                    await _speak(ctx, ws, config, from_listener, pacer)
+                    await _speak(ctx, ws, from_listener, pacer)
                 except (WebSocketDisconnect, RuntimeError):  # the client went away while we sent
                     tasks.cancel_scope.cancel()
 
@@ -162,6 +118,20 @@ async def _close_idle(ws: WebSocket, timeout_s: float, waited_for: str) -> None:
         pass
 
 
+async def _close_finished(ws: WebSocket, timeout_s: float) -> None:
+    """Silent after its last utterance was said whole: the session is over, a normal close and no error (a
+    client that reads until the close, as one-utterance clients do, ends where it always did)."""
+    try:
+        await ws.close(1000, f"idle: no message for {timeout_s:g} s after the last utterance")
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass
+
+
+async def _send_warnings(ws: WebSocket, config: StreamConfig) -> None:
+    for param, warning in config.warnings:  # vllm-omni fields this server cannot honour and need not refuse
+        await ws.send_json({"type": "warning", "message": warning, "param": param, "code": "ignored_parameter"})
+
+
 async def _receive_config(ctx, ws: WebSocket) -> StreamConfig | None:
     limit, timeout_s = ctx.options.max_body_bytes, ctx.options.ws_idle_timeout_s
     opened = anyio.current_time()
@@ -181,44 +151,51 @@ async def _receive_config(ctx, ws: WebSocket) -> StreamConfig | None:
             await _send_error(ws, error)
             await ws.close(1008)
             return None
-        for param, warning in config.warnings:  # vllm-omni fields this server cannot honour and need not refuse
-            await ws.send_json({"type": "warning", "message": warning, "param": param, "code": "ignored_parameter"})
+        await _send_warnings(ws, config)
         return config
 
 
-async def _listen(ctx, ws: WebSocket, config: StreamConfig, pacer: _Pacer) -> None:
-    """Read deltas until input.done, handing each piece to the pacer the moment its text is complete; return
-    when the client disconnects (after the speaker closed the session, or before), or after closing a session
-    that stayed idle."""
+async def _listen(ctx, ws: WebSocket, config: StreamConfig, pacer: Pacer) -> None:
+    """Read messages, handing each piece to the pacer the moment its text is complete and each input.done as
+    the end of an utterance; return when the client disconnects or sends session.close, or after closing a
+    session that stayed idle."""
     limit, timeout_s = ctx.options.max_body_bytes, ctx.options.ws_idle_timeout_s
-    ended, last_message = False, anyio.current_time()
+    last_message, in_utterance = anyio.current_time(), False  # in_utterance: text came since the last input.done
 
-    def quiet_since():  # after input.done the speaker ends the session; nothing more is awaited
-        return None if ended or pacer.busy else max(last_message, pacer.last_spoken)
+    def quiet_since():  # while something is still being said the client is not idle
+        return None if pacer.busy else max(last_message, pacer.last_spoken)
 
     while True:
         message = await _receive(ws, timeout_s, quiet_since)
         if message is None:
+            if pacer.utterance > 0 and not in_utterance:
+                return await _close_finished(ws, timeout_s)
             return await _close_idle(ws, timeout_s, "message")
         last_message = anyio.current_time()
         if message["type"] == "websocket.disconnect":
             return
-        if ended:
-            continue  # after input.done nothing more is read; the speaker closes the session
         try:
             msg = _parse(message.get("text"), limit)
             if msg["type"] == "input.text":
                 check_fields(msg, {"type", "text"})
-                pacer.add(config.splitter.add(get(msg, "text", str, required=True)))
-            elif msg["type"] == "input.done":
+                text = get(msg, "text", str, required=True)
+                in_utterance = in_utterance or bool(text.strip())
+                pacer.add(config.splitter.add(text), config)
+            elif msg["type"] == "input.done":  # vllm-omni's flush: the utterance ends, the socket stays open
                 check_fields(msg, {"type"})
-                pacer.add(config.splitter.flush(), ended=True)
-                ended = True
+                pacer.end_utterance(config.splitter.flush(), config)
+                in_utterance = False
+            elif msg["type"] == "session.config":  # between utterances it replaces the config (vllm-omni's)
+                if in_utterance:
+                    raise bad_request("session.config cannot change an utterance in progress; send input.done "
+                                      "first", "type", "utterance_in_progress")
+                config = StreamConfig(ctx, msg)  # a bad one is an error and the previous config stays
+                await _send_warnings(ws, config)
             elif msg["type"] == "session.close":  # vllm-omni's: the client is done; whatever is unsaid is dropped
                 return await ws.close(1000)
             else:
-                raise bad_request(f"unknown message type {msg['type']!r} (input.text, input.done, session.close)",
-                                  "type")
+                raise bad_request(f"unknown message type {msg['type']!r} (input.text, input.done, session.config, "
+                                  "session.close)", "type")
         except ApiError as error:
             await _send_error(ws, error)
 
@@ -234,27 +211,28 @@ def _submit(ctx, config: StreamConfig, text: str):
         return from_engine(exc)
 
 
-async def _speak(ctx, ws: WebSocket, config: StreamConfig, pieces, pacer: _Pacer) -> None:
-    """Send each piece's audio in order; session.done after the last, then close."""
-    index = 0
-    async with pieces:
-        async for item in pieces:
-            if item is _END:
-                await ws.send_json({"type": "session.done", "total_sentences": index})
-                await ws.close(1000)
-                return
-            text, ticket = item
+async def _speak(ctx, ws: WebSocket, items, pacer: Pacer) -> None:
+    """Send each piece's audio in order, and session.done where each utterance ends."""
+    index = 0  # the piece's place in its utterance
+    async with items:
+        async for item, ticket in items:
             try:
-                await _speak_one(ctx, ws, config, index, text, ticket, pacer.heard)
+                if isinstance(item, UtteranceEnd):
+                    await ws.send_json({"type": "session.done", "utterance_index": item.utterance,
+                                        "total_sentences": index})
+                    index = 0
+                else:
+                    await _speak_one(ctx, ws, item, index, ticket, pacer.heard)
+                    index += 1
             finally:
                 pacer.spoken()
-            index += 1
 
 
-async def _speak_one(ctx, ws: WebSocket, config: StreamConfig, index: int, text: str, ticket, heard) -> None:
+async def _speak_one(ctx, ws: WebSocket, piece: Piece, index: int, ticket, heard) -> None:
+    config, text = piece.config, piece.text
     encoder = StreamEncoder(config.format, config.sample_rate or ctx.sample_rate)
-    await ws.send_json({"type": "audio.start", "sentence_index": index, "sentence_text": text,
-                        "format": config.format, "sample_rate": encoder.output_rate})
+    await ws.send_json({"type": "audio.start", "utterance_index": piece.utterance, "sentence_index": index,
+                        "sentence_text": text, "format": config.format, "sample_rate": encoder.output_rate})
     total, held, error, done = 0, [], None, None
     try:
         error = ticket if isinstance(ticket, ApiError) else await accepted(ticket)
@@ -280,8 +258,8 @@ async def _speak_one(ctx, ws: WebSocket, config: StreamConfig, index: int, text:
         heard(ticket)  # a piece that ended (or failed) without audio lets the next one start too
     if error is not None:
         await _send_error(ws, error)
-    payload = {"type": "audio.done", "sentence_index": index, "total_bytes": total, "sample_rate": encoder.output_rate,
-               "error": error is not None}
+    payload = {"type": "audio.done", "utterance_index": piece.utterance, "sentence_index": index,
+               "total_bytes": total, "sample_rate": encoder.output_rate, "error": error is not None}
     if done is not None and error is None:
         payload["usage"] = usage(ctx, done)
     await ws.send_json(payload)

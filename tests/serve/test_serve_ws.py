@@ -17,12 +17,17 @@ def _ws(served) -> str:
     return served.url.replace("http://", "ws://") + "/v1/audio/speech/stream"
 
 
-async def _collect(ws) -> list:
-    """Every message until the server closes: dicts for JSON, bytes for audio."""
+async def _collect(ws, utterances: int = 1) -> list:
+    """Every message until the `utterances`-th session.done (input.done leaves the socket open for the next
+    utterance) or until the server closes: dicts for JSON, bytes for audio."""
     out = []
     try:
         async for message in ws:
             out.append(json.loads(message) if isinstance(message, str) else message)
+            if isinstance(out[-1], dict) and out[-1]["type"] == "session.done":
+                utterances -= 1
+                if utterances == 0:
+                    break
     except websockets.exceptions.ConnectionClosedError:  # a close with a code other than 1000: ws.close_code says
         pass
     return out
@@ -54,7 +59,7 @@ def test_each_clause_is_spoken_as_its_own_request_in_order(server, solo_pcm):
             return await _collect(ws)
 
     messages = asyncio.run(asyncio.wait_for(main(), 60))
-    assert messages[-1] == {"type": "session.done", "total_sentences": 3}
+    assert messages[-1] == {"type": "session.done", "utterance_index": 0, "total_sentences": 3}
     pieces = _pieces(messages)
     assert [text for text, _ in pieces] == ["Hello there,", "this is a test.", "And more words"]
     for text, audio in pieces:  # the audio a piece gets is exactly what it gets alone
@@ -75,7 +80,7 @@ def test_the_first_clause_is_heard_before_the_rest_of_the_text_is_sent(server, s
     start, first_audio, rest = asyncio.run(asyncio.wait_for(main(), 60))
     assert start["type"] == "audio.start" and start["sentence_text"] == "First sentence here."
     assert start["sample_rate"] == 24000 and first_audio[:4] == b"RIFF" and len(first_audio) > 44
-    assert rest[-1] == {"type": "session.done", "total_sentences": 2}
+    assert rest[-1] == {"type": "session.done", "utterance_index": 0, "total_sentences": 2}
     assert [m["sentence_text"] for m in rest if isinstance(m, dict) and m["type"] == "audio.start"] == ["Second one."]
 
 
@@ -144,7 +149,7 @@ def test_with_an_api_key_the_socket_needs_it(toy):
             return await _collect(ws)
 
     try:
-        assert asyncio.run(asyncio.wait_for(main(), 60)) == [{"type": "session.done", "total_sentences": 0}]
+        assert asyncio.run(asyncio.wait_for(main(), 60)) == [{"type": "session.done", "utterance_index": 0, "total_sentences": 0}]
     finally:
         served.server.stop()
 

@@ -112,7 +112,7 @@ def process_runs(piper: str, omni: list[str], model: Path, rounds: int) -> dict[
     ratios: dict[str, dict[str, list[float]]] = {"sentence": {}, "paragraph": {}}
     absolute: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, run in commands(piper, omni, model, "Warm up.", Path(tmp)).items():
+        for run in commands(piper, omni, model, "Warm up.", Path(tmp)).values():
             run_timed(*run)  # untimed: files in the OS cache, and omni's cache built, for both
         for r in range(rounds):
             for i, text in enumerate(TEXTS):

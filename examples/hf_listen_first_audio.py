@@ -105,11 +105,10 @@ def main() -> None:
                         help="a card value for ours, as `omni --set` takes it (e.g. loops.vocoder.first_chunk_codes=[4])")
     args = parser.parse_args()
 
+    import yaml
     from transformers import WhisperFeatureExtractor
 
     from omni_cli.api import load
-
-    import yaml
 
     overrides = {key: yaml.safe_load(value) for key, value in (kv.split("=", 1) for kv in args.set)}
     program = load("qwen2_5_omni", "chat", settings={"model_path": args.checkpoint}, overrides=overrides)

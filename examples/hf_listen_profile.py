@@ -72,7 +72,7 @@ def milestones(rows) -> dict[str, float]:
     """ms after the end of the audio at which each milestone was reached (folded), from one round's units."""
     out = {}
     for label, loop, kind, which in MILESTONES:
-        ends = [start + dur for l, k, start, dur in rows if l == loop and k == kind]
+        ends = [start + dur for lane, k, start, dur in rows if lane == loop and k == kind]
         if ends:
             out[label] = which(ends) * 1000
     return out
@@ -96,8 +96,8 @@ def main() -> None:
         firsts.append(first * 1000)
         for label, ms in milestones(rows).items():
             marks[label].append(ms)
-        for loop, kind in {(l, k) for l, k, _, _ in rows}:
-            counts[f"{loop} {kind}"].append(sum(1 for l, k, _, _ in rows if (l, k) == (loop, kind)))
+        for loop, kind in {(lane, k) for lane, k, _, _ in rows}:
+            counts[f"{loop} {kind}"].append(sum(1 for lane, k, _, _ in rows if (lane, k) == (loop, kind)))
     print(f"{args.seconds:g} s question, {args.rounds} rounds (medians, ms after the question's last sample):")
     for label, _, _, _ in MILESTONES:
         if marks[label]:

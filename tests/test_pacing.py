@@ -21,7 +21,8 @@ def _recording_paces(monkeypatch, replay: dict[int, Pace] | None = None) -> dict
     seen: dict[int, Pace] = {}
     original = AudioDecodeLoop.next
 
-    def paced(self, state, pace=Pace()):
+    def paced(self, state, pace=None):
+        pace = Pace() if pace is None else pace
         if replay is not None:
             pace = replay[state.step]
         plan = original(self, state, pace)

@@ -7,8 +7,8 @@ import io
 
 import numpy as np
 
-from .pcm import WAV_HEADER_BYTES, float_to_pcm16, wav_header
 from .aac import aac_unavailable
+from .pcm import WAV_HEADER_BYTES, float_to_pcm16, wav_header
 from .stream_encoder import CODECS, OPUS_RATES, SOUNDFILE_CODECS, StreamEncoder, opus_rate
 
 # which of the codecs can be written is checked at run time (MP3 needs libsndfile >= 1.1, Opus needs it

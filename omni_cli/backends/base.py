@@ -8,6 +8,9 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+# what the loops hand a thinker, defined beside it and named here with the rest of the contract
+from .prompts import ImageInput, ImageRows, ListenPrompt, Prefill, PromptTurn, ThinkerPrompt  # noqa: F401
+
 # Work-unit kinds. A component's `run(kind, inputs)` takes a batch of inputs of one kind.
 AR_PREFILL = "ar_prefill"
 AR_TOKEN = "ar_token"
@@ -36,74 +39,6 @@ LoadReporter = Callable[[LoadStep], None]  # the caller renders; a build without
 
 def no_report(step: LoadStep) -> None:
     """The reporter of a build nobody watches."""
-
-
-@dataclass
-class Prefill:
-    """What a prefill WorkUnit consumes: token ids (also the history for repetition penalty)."""
-
-    token_ids: list[int]
-    payload: Any = None  # backend-specific, when the input is not plain tokens (talker embeddings, heard audio)
-    is_last: bool = True  # a chunked prefill (audio encoded while it arrives) has parts; the last one samples
-
-
-@dataclass
-class ThinkerPrompt:
-    """What the tokenize op hands the thinker loop."""
-
-    prefill_ids: list[int]  # consumed by the prefill WorkUnit
-    forced_ids: list[int] | None  # echo mode: the reply is forced to these tokens (EOS excluded)
-    forced_end_id: int | None = None  # echo mode: the token forced after them (None: min(eos_token_ids))
-
-
-@dataclass(frozen=True)
-class PromptTurn:
-    """One turn of a conversation as the thinker's chat template renders it: its pictures, its heard clips, then
-    its text (the processor's order for image parts, audio parts, a text part)."""
-
-    role: str  # user | assistant
-    text: str
-    num_clips: int = 0
-    num_images: int = 0
-
-
-@dataclass
-class ListenPrompt:
-    """A conversation around seen images and heard audio: `pieces` of ids with a media slot between each two, in
-    order (`slots`: "image" or "audio"; the k-th audio slot is the conversation's k-th clip, the k-th image slot
-    its k-th picture); a slot's positions are its encoder's rows, each position the placeholder `image_id` or
-    `audio_id`; the last piece ends with the assistant's header. One turn without images: before_ids, the audio,
-    after_ids."""
-
-    before_ids: list[int]
-    after_ids: list[int]
-    audio_id: int  # the placeholder token of an audio position (its row comes from the audio encoder)
-    image_id: int = -1  # ... of an image position (its row comes from the image encoder)
-    pieces: list[list[int]] | None = None  # None: [before_ids, after_ids] around one audio slot (or none)
-    slots: list[str] | None = None
-
-    def layout(self) -> tuple[list[list[int]], list[str]]:
-        """(pieces, slots), len(pieces) == len(slots) + 1."""
-        if self.pieces is not None:
-            return self.pieces, list(self.slots or [])
-        return [self.before_ids, self.after_ids], ["audio"]
-
-
-@dataclass
-class ImageInput:
-    """One request's picture for the image encoder: a SeenImage (audio/seen.py), the request's `index`-th."""
-
-    image: Any
-    index: int
-
-
-@dataclass
-class ImageRows:
-    """An image's rows as the thinker's input, and their grid in thinker positions (t, h, w): t * h * w rows,
-    in row-major order; a thinker with multimodal RoPE places row (i, j, k) at position offsets (i, j, k)."""
-
-    rows: Any  # [t * h * w, thinker width] (backend-native array)
-    grid: tuple[int, int, int]
 
 
 class StepInput:

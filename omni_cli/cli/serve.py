@@ -85,17 +85,23 @@ def serve(
         sock = bind(host, port)
     except OSError as exc:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1) from None
-    bound = sock.getsockname()
     warmed = _warm_up(engine, on_terminal) if warm_up else ""
-    voices = ", ".join(engine.program.voices()) or "none"
-    sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{bound[1]} "
-                     f"(voices: {voices}; concurrency {concurrency}, max queue {max_queue}{', API key required' if api_key else ''}"
-                     f"{warmed}); Ctrl-C stops\n")
-    sys.stderr.flush()
+    _say_listening(engine, card, host, sock.getsockname()[1], f"concurrency {concurrency}, max queue {max_queue}"
+                   f"{', API key required' if api_key else ''}{warmed}")
     options = ServeOptions(api_key, concurrency, max_queue, header_timeout_s=header_timeout,
                            body_timeout_s=body_timeout, keep_alive_s=keep_alive, max_connections=max_connections,
                            ws_idle_timeout_s=ws_idle_timeout)
     serve_forever(engine, card, options, sock)
+
+
+def _say_listening(engine, card: str, host: str, port: int, settings: str) -> None:
+    """The server's first line: what it serves, where, and how."""
+    import sys
+
+    voices = ", ".join(engine.program.voices()) or "none"
+    sys.stderr.write(f"omni serve: {card} on http://{host if ':' not in host else f'[{host}]'}:{port} "
+                     f"(voices: {voices}; {settings}); Ctrl-C stops\n")
+    sys.stderr.flush()
 
 
 def _load(options, on_terminal: bool):

@@ -7,7 +7,19 @@ from typing import Any
 
 from ..backends.base import AUDIO_BLOCK, AudioBlockInput, AudioBlockOutput, AudioEncoderModel
 from ..spec.card import LoopSpec
-from .base import DONE, Done, Footprint, Loop, LoopRequest, LoopResult, LoopState, LoopStatus, OutputBound, Wait, WorkPlan
+from .base import (
+    DONE,
+    Done,
+    Footprint,
+    Loop,
+    LoopRequest,
+    LoopResult,
+    LoopState,
+    LoopStatus,
+    OutputBound,
+    Wait,
+    WorkPlan,
+)
 from .channel import Channel
 from .registry import register_loop_kind
 

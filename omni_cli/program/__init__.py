@@ -1,7 +1,9 @@
 """Cards and programs compiled into loops and a node graph; the op registry; the catalog."""
 
-from . import sentence_ops  # noqa: F401 - registers the sentence cascade's ops in OPS
-from . import frame_ops  # noqa: F401 - registers the multi-codebook talker's hand-off in OPS
+from . import (
+    frame_ops,  # noqa: F401 - registers the multi-codebook talker's hand-off in OPS
+    sentence_ops,  # noqa: F401 - registers the sentence cascade's ops in OPS
+)
 from .catalog import card_for, list_files, load_card_file, load_checked, load_program_file, resolve
 from .checks import check_program, component_params
 from .compiler import CompiledProgram, WiredRequest, compile_program

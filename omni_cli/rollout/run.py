@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path

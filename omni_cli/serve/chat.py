@@ -21,8 +21,17 @@ from typing import Any
 from ..audio.encode import can_encode, encode, pcm16_bytes
 from ..spec import SpeakRequest
 from ..spec.stream import AudioChunk, RequestDone, TextPiece
-from .bodies import (ModelInfo, bad_request, check_common, check_fields, check_model, check_voice, get, get_list,
-                     parse_json)
+from .bodies import (
+    ModelInfo,
+    bad_request,
+    check_common,
+    check_fields,
+    check_model,
+    check_voice,
+    get,
+    get_list,
+    parse_json,
+)
 from .messages import conversation
 from .responses import Send, send_body, send_error, send_start, send_whole, sse
 from .speech import accepted, ended_badly

@@ -18,9 +18,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ..audio.resample import ChunkResampler
 from ..engine import Engine, TraceEvent
 from ..spec import SpeakRequest
-from ..audio.resample import ChunkResampler
 from ..spec.stream import AudioChunk, RequestDone, RequestStatus, StreamEvent
 from .errors import ApiError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import ROOT, proc_env
+from cli_helpers import proc_env
 
 MAX_RSS_KIB = 1 << 20  # 1 GiB: the toy card's run takes a fraction; reading a source whole took all it could
 

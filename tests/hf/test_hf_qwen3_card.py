@@ -113,7 +113,7 @@ def test_alone_equals_generate(program, references):
     # a real utterance: the thinker stopped at its EOS, the talker at codec EOS, frames of varied codes
     assert ref.thinker_tokens[-1] in program.components["thinker"].eos_token_ids
     assert ref.talker_tokens[-1] in program.components["talker"].eos_token_ids and len(ref.frames) > 10
-    assert all(len(set(group)) > 3 for group in zip(*ref.frames))  # every codebook group varies
+    assert all(len(set(group)) > 3 for group in zip(*ref.frames, strict=True))  # every codebook group varies
     assert result.samples.size > 0 and float(np.sqrt(np.mean(ref.samples ** 2))) > 0.01
     assert_equals_generate(result, frames, ref)
 

@@ -134,9 +134,9 @@ def test_the_spoken_answer_equals_generate_given_a_picture_audio_and_text(tiny_c
         kwargs["thinker_pixel_values"] = kwargs.pop("pixel_values")
         captured, talker_generate = {}, model.talker.generate
 
-        def spy(*args, _generate=talker_generate, **kw):
-            captured["codes"] = _generate(*args, **kw)
-            return captured["codes"]
+        def spy(*args, _generate=talker_generate, _captured=captured, **kw):
+            _captured["codes"] = _generate(*args, **kw)
+            return _captured["codes"]
 
         model.talker.generate = spy
         try:

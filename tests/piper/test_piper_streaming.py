@@ -39,7 +39,7 @@ def streamed(stream, spec, frames: np.ndarray, sizes: list[int]) -> np.ndarray:
         flags = {"first": np.array([int(start == 0)]), "last": np.array([int(end == frames.shape[1])])}
         wave, *held = stream.run(None, {stream.get_inputs()[0].name: frames[None, :, start:end], **flags, **states})
         pieces.append(wave.reshape(-1))
-        states = {name: value for (name, _, _), value in zip(spec.states, held)}
+        states = {name: value for (name, _, _), value in zip(spec.states, held, strict=True)}
         start = end
     return np.concatenate(pieces)
 
@@ -70,7 +70,7 @@ def test_a_first_chunk_emits_all_but_the_delay_and_the_last_flushes_it(decoders)
         chunk = frames[None, :, start:start + n]
         wave, *held = stream.run(None, {stream.get_inputs()[0].name: chunk, **flags, **states})
         out.append(wave.size)
-        states = {name: value for (name, _, _), value in zip(spec.states, held)}
+        states = {name: value for (name, _, _), value in zip(spec.states, held, strict=True)}
     assert out == [16 * 256 - spec.delay_samples, 24 * 256 + spec.delay_samples]
 
 

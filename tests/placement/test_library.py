@@ -13,6 +13,7 @@ import omni_cli
 from omni_cli.engine.replicas import ReplicaPool
 from omni_cli.spec import SpecError
 
+
 def readme_snippet() -> str:
     """The README's library section ("From Python"), read from README.md itself so the two cannot drift."""
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()

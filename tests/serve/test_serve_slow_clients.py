@@ -67,8 +67,8 @@ def test_connections_without_whole_headers_are_closed_and_health_answers_meanwhi
 
 
 def test_a_body_that_stops_half_way_gets_408_and_the_connection_is_closed(strict):
-    head = (f"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: 200\r\n\r\n").encode()
+    head = (b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 200\r\n\r\n")
     socks = _open(strict.url, 20, head + b'{"model": "' + CARD.encode())
     assert _health(strict.url) == 200
     closed, said = _closed_by_server(socks, within_s=TIMEOUT_S + 10)

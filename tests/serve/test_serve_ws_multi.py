@@ -11,8 +11,8 @@ import pytest
 from serve_helpers import LONG_TEXT, serve
 
 websockets = pytest.importorskip("websockets")
-from websockets.asyncio.client import connect  # noqa: E402
 from test_serve_ws import _collect, _pieces, _ws  # noqa: E402
+from websockets.asyncio.client import connect  # noqa: E402
 
 
 @pytest.fixture(scope="module")

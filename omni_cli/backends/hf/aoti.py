@@ -44,7 +44,6 @@ from omni_cli import cache
 from omni_cli.cache import CACHE_ENV, CacheRefused, cache_root  # noqa: F401 - this module's callers use them
 
 
-
 @functools.cache
 def _cpu() -> str:
     """This CPU's model and feature flags (inductor compiles with -march=native)."""

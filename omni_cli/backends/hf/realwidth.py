@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from . import realwidth_config as rw
+
 # a released checkpoint ships its audio tower's feature extractor and its vision tower's image processor
 from .tiny import save_feature_extractor, save_image_processor
 

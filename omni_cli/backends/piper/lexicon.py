@@ -10,8 +10,9 @@ from a path something else could change. Where the cache cannot be used it is bu
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ... import cache
 from .graph_cache import file_digest

@@ -32,7 +32,7 @@ class StreamSpec:
     def stacked(self, carries: list[tuple[np.ndarray, ...]]) -> dict[str, np.ndarray]:
         """The states of several requests' chunks, one row each (every carry has the same shapes)."""
         if len(carries) == 1:
-            return {name: value for (name, _, _), value in zip(self.states, carries[0])}
+            return {name: value for (name, _, _), value in zip(self.states, carries[0], strict=True)}
         return {name: np.concatenate([c[i] for c in carries]) for i, (name, _, _) in enumerate(self.states)}
 
     @staticmethod

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-# what the loops hand a thinker, defined beside it and named here with the rest of the contract
+# defined beside this module and named here with the rest of the contract
+from .load_steps import BackendUnavailable, LoadReporter, LoadStep, no_report  # noqa: F401
 from .prompts import ImageInput, ImageRows, ListenPrompt, Prefill, PromptTurn, ThinkerPrompt  # noqa: F401
 
 # Work-unit kinds. A component's `run(kind, inputs)` takes a batch of inputs of one kind.
@@ -17,28 +18,6 @@ AR_TOKEN = "ar_token"
 AUDIO_CHUNK = "audio_chunk"
 AUDIO_BLOCK = "audio_block"  # one block of the audio encoder: the input speech it covers, encoded
 IMAGE = "image"  # one picture through the vision encoder, whole (its full-attention layers see every patch)
-
-
-class BackendUnavailable(RuntimeError):
-    """A backend cannot be used here (an optional dependency is missing, a path is wrong)."""
-
-
-@dataclass(frozen=True)
-class LoadStep:
-    """Where a backend's build is: a phase (`importing torch`), and how far into it when it can count."""
-
-    phase: str
-    done: int | None = None
-    total: int | None = None
-    unit: str = ""  # what done/total count: "tensors", "voices"
-    note: bool = False  # a line to keep, not a phase that passes (a part that falls back to a slower path)
-
-
-LoadReporter = Callable[[LoadStep], None]  # the caller renders; a build without one reports nothing
-
-
-def no_report(step: LoadStep) -> None:
-    """The reporter of a build nobody watches."""
 
 
 class StepInput:

@@ -183,17 +183,18 @@ def test_factory_unknown_suffix_and_format(tmp_path):
         open_audio_output(tmp_path / "a.ogg", SR)
     assert str(info.value) == (
         f"cannot write {tmp_path / 'a.ogg'}: unknown audio file suffix '.ogg' "
-        "(supported: .flac, .mp3, .opus, .pcm, .raw, .wav; or pass a format)"
+        "(supported: .aac, .flac, .mp3, .opus, .pcm, .raw, .wav; or pass a format)"
     )
     with pytest.raises(AudioOutputError, match="no suffix"):
         open_audio_output(tmp_path / "out", SR)
-    with pytest.raises(AudioOutputError, match=r"unknown audio format 'ogg' \(supported: flac"):
+    with pytest.raises(AudioOutputError, match=r"unknown audio format 'ogg' \(supported: aac, flac"):
         open_audio_output(tmp_path / "a.wav", SR, "ogg")
     assert not list(tmp_path.iterdir())
 
 
-def test_audio_imports_only_stdlib_numpy_soundfile():
-    allowed = set(sys.stdlib_module_names) | {"numpy", "soundfile", "soxr"}  # soxr: Opus at rates it cannot carry
+def test_audio_imports_only_stdlib_numpy_and_the_codec_libraries():
+    # soxr: Opus at rates it cannot carry; av: AAC (the serve extra); PIL: pictures a question shows
+    allowed = set(sys.stdlib_module_names) | {"numpy", "soundfile", "soxr", "av", "PIL"}
     for path in (REPO / "omni_cli" / "audio").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):

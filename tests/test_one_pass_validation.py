@@ -34,7 +34,7 @@ MANY_MISTAKES: dict[str, list[tuple[int, str, str]]] = {
         (33, "loops.talker_decode.component", "names undeclared component 'talkr' (components: thinker, talker"),
         (35, "loops.talker_decode.max_token", "unknown key (expected one of: chunk_codes, component, first_audio_codes"),
         (36, "loops.vocoder.prompt_slot", "missing required key"),
-        (41, "defaults.program", "unknown program 'speek' (shipped: chat, speak"),  # a bad program reference
+        (41, "defaults.program", "unknown program 'speek' (shipped: chat, chat_frames, speak"),  # a bad program reference
         (43, "batching.max_batch", "must be at least 1, got 0"),  # out of range
     ],
     "program_many_mistakes.yaml": [

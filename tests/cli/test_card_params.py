@@ -63,7 +63,7 @@ def test_the_command_prints_a_line_per_key_with_its_doc(omni, monkeypatch):
     lines = result.stdout.splitlines()
     assert len(lines) == 2 + len(param_rows(load_card_file(str(ROOT / "cards" / "qwen2_5_omni_toy.yaml"))))
     chunk = next(line for line in lines if line.split()[0] == "loops.vocoder.chunk_codes")
-    assert chunk.split()[1:4] == ["10", "0", "to"] and "codes per chunk" in chunk
+    assert chunk.split()[1:4] == ["10", "0", "to"] and "codes in the longest chunk" in chunk
 
 
 def test_a_card_that_leaves_work_unit_out_shows_the_units_its_kinds_run(omni, home):

@@ -93,7 +93,7 @@ def test_help_promises_a_readable_file_after_a_kill_for_wav_and_raw_not_flac(omn
     text = " ".join(omni("speak", "--help").stdout.split())
     promise = next(s for s in text.split(". ") if "killed" in s)
     assert "WAV" in promise and "raw" in promise and "FLAC" not in promise and ".flac" not in promise
-    assert "A FLAC, MP3 or Opus file is complete once the run ends (Ctrl-C and SIGTERM included)" in text
+    assert "A FLAC, MP3, Opus or AAC file is complete once the run ends (Ctrl-C and SIGTERM included)" in text
     assert "not promised to be readable" in text
 
 

@@ -155,7 +155,7 @@ BAD_CHATS = [
     ({**CHAT, "messages": [{"role": "system", "content": "Be brief."}]}, "messages"),
     ({**CHAT, "messages": [{"role": "robot", "content": "Hi"}]}, "messages[0].role"),
     ({**CHAT, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
-     "messages[0].content[0]"),
+     "messages[0].content[0].image_url.url"),
     ({**CHAT, "n": 2}, "n"),
     ({**CHAT, "temperature": 0.2}, "temperature"),
 ]

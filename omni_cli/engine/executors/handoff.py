@@ -39,7 +39,8 @@ def hold_outputs(outputs: list[Any], keep) -> list[Any]:
     for o in outputs:
         if isinstance(o, ARStepOutput) and o.hidden is not None and o.embeds is not None:
             ref = keep(o.hidden, o.embeds)
-            o = ARStepOutput(o.logits, Held(ref, 0, o.hidden.shape), Held(ref, 1, o.embeds.shape))
+            o = ARStepOutput(o.logits, Held(ref, 0, o.hidden.shape), Held(ref, 1, o.embeds.shape), extra=o.extra,
+                             residual_logits=o.residual_logits)
         out.append(o)
     return out
 
@@ -47,7 +48,8 @@ def hold_outputs(outputs: list[Any], keep) -> list[Any]:
 class HandOff:
     """A talker input to make in the talker's worker: `method(items, is_closed, arg)` of the talker, where
     `items` has `length` entries and the method reads only those in `read`: index -> (step, consumed ids,
-    token, ref of the held pair, hidden, embeds), the arrays None where held (a short tuple: this travels)."""
+    token, ref of the held pair, hidden, embeds, extra), the arrays None where held (a short tuple: this travels;
+    `extra` is small: the thinker's prompt positions)."""
 
     __slots__ = ("arg", "is_closed", "length", "method", "read")
 
@@ -60,7 +62,7 @@ class HandOff:
         for index, item in read.items():
             held = isinstance(item.hidden, Held)
             rows[index] = (item.step, item.consumed_ids, item.token, item.hidden.ref if held else None,
-                           None if held else item.hidden, None if held else item.embeds)
+                           None if held else item.hidden, None if held else item.embeds, item.extra)
         return cls(method, length, rows, is_closed, arg)
 
     def __reduce__(self):
@@ -72,10 +74,10 @@ class HandOff:
     def make(self, talker: Any, pairs: dict[Any, tuple[Any, Any]]) -> Any:
         """Run the method on the real arrays (`pairs`: ref -> (hidden, embeds), fetched by the worker)."""
         items = {}
-        for index, (step, consumed, token, ref, hidden, embeds) in self.read.items():
+        for index, (step, consumed, token, ref, hidden, embeds, extra) in self.read.items():
             if ref is not None:
                 hidden, embeds = pairs[ref]
-            items[index] = ARItem(step, list(consumed), token, hidden, embeds)
+            items[index] = ARItem(step, list(consumed), token, hidden, embeds, extra)
         return getattr(talker, self.method)(_Sparse(self.length, items), self.is_closed, self.arg)
 
 
@@ -103,7 +105,7 @@ class _StandIn:
     """A thinker item in the driver's dry run: its ids as they are, arrays of the held shapes made on first read."""
 
     def __init__(self, item: ARItem, thinker: Any):
-        self.step, self.consumed_ids, self.token = item.step, item.consumed_ids, item.token
+        self.step, self.consumed_ids, self.token, self.extra = item.step, item.consumed_ids, item.token, item.extra
         self._item, self._thinker = item, thinker
 
     def _array(self, held: Any) -> Any:

@@ -109,7 +109,8 @@ def ray_cluster():
 
     import ray
 
-    # logical CPUs: two sets of three 1-CPU actors must fit on a 2-core CI machine (they mostly wait)
-    ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    # logical CPUs: two replicas of the toy card's five 1-CPU components, and what a test placed before them is
+    # still giving back, must fit on a 2-core CI machine (the actors mostly wait)
+    ray.init(num_cpus=16, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     yield ray
     ray.shutdown()

@@ -18,6 +18,7 @@ SPEAK = epilog('omni speak "Hello, world" -o hello.wav',
                'omni speak "Hello" -o hi.wav --server http://127.0.0.1:8000')
 CHAT = epilog("omni chat -c qwen2_5_omni_toy --audio question.wav -o answer.wav",
               "arecord -r 16000 -f S16_LE | omni chat -c qwen2_5_omni_toy -a - -o - | aplay",
+              'omni chat -c qwen2_5_omni_toy --image photo.png "What is this?" -o seen.wav',
               "omni chat -c qwen2_5_omni_toy -a q.wav --history talk.jsonl -o a1.wav",
               'omni chat -c qwen2_5_omni_toy "And then?" --history talk.jsonl -o a2.wav',
               "omni chat -c qwen2_5_omni_toy --history talk.jsonl -o - | aplay   # typed")

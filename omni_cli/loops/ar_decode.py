@@ -39,7 +39,6 @@ class LoopInputError(ValueError):
 @dataclass
 class ARState(LoopState):
     feed: ARFeed | None = None
-    out: ARChannel | None = None
     cache: Any = None
     rng: np.random.Generator | None = None
     seed: int = 0  # the request's: a frame's residual codes draw from a stream keyed by it and the step
@@ -48,11 +47,14 @@ class ARState(LoopState):
     positions: int = 0  # positions in the cache
     history: list[int] = field(default_factory=list)  # prompt + generated ids, for the repetition penalty
     tokens: list[int] = field(default_factory=list)  # generated ids (EOS included when it came)
-    stop_reason: str | None = None  # eos | input_bound | max_tokens | max_positions
+    # (its stop_reason: eos | input_bound | max_tokens | max_positions)
     truncated: bool = False  # it stopped at a cap (its output is cut short), not at its natural end
     # a prefill in parts (heard audio, block by block): the parts before the last, kept for the prompt's item
     part_is_last: bool = True
     parts: list = field(default_factory=list)  # (consumed ids, hidden, embeds) of each earlier part
+
+    def release(self) -> None:
+        self.cache = None  # the KV cache is the big thing a request holds
 
 
 @register_loop_kind
@@ -243,20 +245,17 @@ class ARDecodeLoop(Loop):
         state.out.put(ARItem(plan.step, list(consumed), token, hidden, embeds, output.extra))
         n = len(state.tokens)
         if token in self.component.eos_token_ids:
-            self._finish(state, "eos", truncated=False)
+            state.finish("eos")
         elif most is not None and most < state.max_tokens and n >= most:
             # the input's own bound (e.g. codes per reply token): natural unless the feed calls it a cap
-            self._finish(state, "input_bound", truncated=state.feed.bound_is_cap())
+            state.truncated = state.feed.bound_is_cap()
+            state.finish("input_bound")
         elif n >= state.max_tokens:
-            self._finish(state, "max_tokens", truncated=True)
+            state.truncated = True
+            state.finish("max_tokens")
         elif state.positions + 1 >= self.component.max_positions:
-            self._finish(state, "max_positions", truncated=True)
-
-    def _finish(self, state: ARState, reason: str, *, truncated: bool) -> None:
-        state.status = LoopStatus.FINISHED
-        state.stop_reason, state.truncated = reason, truncated
-        state.cache = None  # the KV cache is the big thing a request holds
-        state.out.close()
+            state.truncated = True
+            state.finish("max_positions")
 
     def finalize(self, state: ARState) -> LoopResult:
         outputs = {"tokens": list(state.tokens)}
@@ -265,9 +264,7 @@ class ARDecodeLoop(Loop):
         return LoopResult(self.loop_id, state.step, outputs, state.stop_reason, truncated=state.truncated)
 
     def abort(self, state: ARState) -> None:
-        state.cache = None
-        state.status = LoopStatus.FINISHED
-        state.out.close()
+        state.finish(state.stop_reason)  # the reason it ended with, if it had (an AR loop's abort keeps it)
 
     @classmethod
     def describe(cls, spec: LoopSpec) -> str:

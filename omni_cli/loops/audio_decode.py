@@ -43,11 +43,9 @@ class AudioPiece:
 @dataclass
 class AudioState(LoopState):
     feed: CodesFeed | None = None
-    out: Channel | None = None
     vocoder_state: Any = None
     next_code: int = 0  # first code of the next chunk
     num_samples: int = 0
-    stop_reason: str | None = None  # "end": every code was decoded
     # waiting for a chunk of fixed size: the talker items it needs at least (codes are at most its items), and
     # the Wait given under that Pace; below that many nothing can have changed, and next() answers it again
     ready_items: int = 0
@@ -55,6 +53,9 @@ class AudioState(LoopState):
     waited_pace: Pace | None = None
     split_first: bool = False  # first_audio_codes: this request's first chunk goes out in two pieces
     merged_first: int = 1  # shared_first_codes: the schedule's chunks this request's first chunk reached into
+
+    def release(self) -> None:
+        self.vocoder_state = None
 
 
 @register_loop_kind
@@ -111,7 +112,7 @@ class AudioDecodeLoop(Loop):
         codes, is_final = seen
         start, n = state.next_code, len(codes)
         if is_final and start >= n:
-            self._finish(state, "end")
+            state.finish("end")
             return DONE
         if self.chunk_codes == 0:
             if not is_final:
@@ -161,7 +162,7 @@ class AudioDecodeLoop(Loop):
         state.next_code = inputs.end
         state.step += 1
         if inputs.is_final and inputs.end == len(inputs.codes):
-            self._finish(state, "end")
+            state.finish("end")
         return state
 
     def _planned(self, state: AudioState, pace: Pace) -> tuple[int, int]:
@@ -195,12 +196,6 @@ class AudioDecodeLoop(Loop):
             return state.step - 1
         return state.step + state.merged_first - 1 if state.step else 0
 
-    def _finish(self, state: AudioState, reason: str | None) -> None:
-        state.status = LoopStatus.FINISHED
-        state.stop_reason = reason
-        state.vocoder_state = None
-        state.out.close()
-
     def finalize(self, state: AudioState) -> LoopResult:
         outputs = {"num_samples": state.num_samples, "num_codes": state.next_code}
         if state.recorder is not None:  # rollout profile: the chunks' behaviour, column by column
@@ -208,7 +203,7 @@ class AudioDecodeLoop(Loop):
         return LoopResult(self.loop_id, state.step, outputs, state.stop_reason)
 
     def abort(self, state: AudioState) -> None:
-        self._finish(state, None)
+        state.finish(None)
 
     @classmethod
     def describe(cls, spec: LoopSpec) -> str:

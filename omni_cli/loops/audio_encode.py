@@ -38,7 +38,6 @@ class HeardBlock:
 @dataclass
 class EncodeState(LoopState):
     clips: tuple = ()  # AudioSources (audio/source.py), in prompt order; empty: the request carries no audio
-    out: Channel | None = None
     encoder_state: Any = None
     clip: int = 0  # the clip being encoded
     block: int = 0  # the next block within it
@@ -46,7 +45,9 @@ class EncodeState(LoopState):
     num_reused: int = 0  # clips heard before (an earlier turn) whose kept blocks were published again
     num_samples: int = 0
     num_rows: int = 0
-    stop_reason: str | None = None
+
+    def release(self) -> None:
+        self.encoder_state = None
 
 
 class AudioInputError(ValueError):
@@ -73,7 +74,7 @@ class AudioEncodeLoop(Loop):
         clips = tuple(feed) if isinstance(feed, (tuple, list)) else () if feed is None else (feed,)
         state = EncodeState(loop_id=self.loop_id, request_id=request.request_id, clips=clips, out=out)
         if not clips:
-            self._finish(state, "no_audio")
+            state.finish("no_audio")
         else:
             state.encoder_state = self.component.new_state()
         return state
@@ -137,15 +138,9 @@ class AudioEncodeLoop(Loop):
         state.clip += 1
         state.block = 0
         if state.clip == len(state.clips):
-            self._finish(state, "end")
+            state.finish("end")
         else:
             state.encoder_state = self.component.new_state()
-
-    def _finish(self, state: EncodeState, reason: str | None) -> None:
-        state.status = LoopStatus.FINISHED
-        state.stop_reason = reason
-        state.encoder_state = None
-        state.out.close()
 
     def finalize(self, state: EncodeState) -> LoopResult:
         seconds = state.num_samples / self.component.sample_rate
@@ -153,4 +148,4 @@ class AudioEncodeLoop(Loop):
                                                      "clips": state.clip, "clips_reused": state.num_reused}, state.stop_reason)
 
     def abort(self, state: EncodeState) -> None:
-        self._finish(state, None)
+        state.finish(None)

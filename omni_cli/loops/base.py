@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..backends.base import Component
+from .channel import Channel
 
 
 class LoopStatus(enum.Enum):
@@ -72,6 +73,20 @@ class LoopState:
     status: LoopStatus = LoopStatus.WAITING
     step: int = 0  # WorkUnits done
     recorder: Any = None  # rollout profile: hears each WorkUnit (loops/recorder.py); None when serving
+    out: Channel | None = None  # the channel the loop publishes into
+    stop_reason: str | None = None  # why it finished (LoopResult.stop_reason); None: not stopped (cancelled, failed)
+
+    def finish(self, reason: str | None) -> None:
+        """The loop is done with this request: FINISHED, `reason` recorded, what it holds let go (`release`),
+        then its output closed, so the reader hears the end after all that. Called again (an abort after the
+        end), it records the later reason; the output closes once."""
+        self.status = LoopStatus.FINISHED
+        self.stop_reason = reason
+        self.release()
+        self.out.close()
+
+    def release(self) -> None:
+        """Let go of what the state holds besides its output (a cache, a model's state); `finish` calls it."""
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,6 @@ class AudioStream(Channel[AudioPiece]):
 @dataclass
 class FrameDecodeState(LoopState):
     feed: SentenceFeed[SentenceFrames] | None = None
-    out: Channel | None = None
     sentence: int = 0  # the sentence being decoded
     next_frame: int = 0  # its first frame not decoded yet
     carry: object = None  # what the vocoder handed back with the sentence's latest chunk
@@ -75,7 +74,7 @@ class FrameDecodeLoop(Loop):
         if state.status is LoopStatus.FINISHED:
             return DONE
         if state.feed.is_done(state.sentence):
-            self._finish(state, "end")
+            state.finish("end")
             return DONE
         piece = state.feed.item(state.sentence)
         if piece is None:
@@ -111,17 +110,12 @@ class FrameDecodeLoop(Loop):
             state.sentence += 1
             state.next_frame, state.carry = 0, None
             if state.feed.is_done(state.sentence):
-                self._finish(state, "end")
+                state.finish("end")
         return state
-
-    def _finish(self, state: FrameDecodeState, reason: str | None) -> None:
-        state.status = LoopStatus.FINISHED
-        state.stop_reason = reason
-        state.out.close()
 
     def finalize(self, state: FrameDecodeState) -> LoopResult:
         return LoopResult(self.loop_id, state.step, {"num_samples": state.num_samples, "num_frames": state.frames_done,
                                                      "num_sentences": state.sentence}, state.stop_reason)
 
     def abort(self, state: FrameDecodeState) -> None:
-        self._finish(state, None)
+        state.finish(None)

@@ -28,9 +28,7 @@ from .registry import register_loop_kind
 @dataclass
 class ImageEncodeState(LoopState):
     images: tuple = ()  # SeenImage (audio/seen.py) in the order the thinker reads them
-    out: Channel | None = None
     num_rows: int = 0
-    stop_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ class ImageEncodeLoop(Loop):
                                        f"takes at most {self.component.max_images}")])
         state = ImageEncodeState(loop_id=self.loop_id, request_id=request.request_id, images=images, out=out)
         if not images:
-            self._finish(state, "no_images")
+            state.finish("no_images")
         return state
 
     def footprint(self, state: ImageEncodeState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
@@ -84,17 +82,12 @@ class ImageEncodeLoop(Loop):
         state.num_rows += len(output.rows)
         state.out.put(SeenRows(plan.step, output))
         if state.step == len(state.images):
-            self._finish(state, "end")
+            state.finish("end")
         return state
-
-    def _finish(self, state: ImageEncodeState, reason: str | None) -> None:
-        state.status = LoopStatus.FINISHED
-        state.stop_reason = reason
-        state.out.close()
 
     def finalize(self, state: ImageEncodeState) -> LoopResult:
         return LoopResult(self.loop_id, state.step, {"images": state.step, "image_positions": state.num_rows},
                           state.stop_reason)
 
     def abort(self, state: ImageEncodeState) -> None:
-        self._finish(state, None)
+        state.finish(None)

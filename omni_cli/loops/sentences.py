@@ -113,7 +113,6 @@ def ahead_of_reader(out: Channel, index: int) -> bool:
 @dataclass
 class PhonemizeState(LoopState):
     text: str = ""
-    out: Channel | None = None
     text_pos: int = 0  # the text's first character not split yet
     pending: deque[str] = field(default_factory=deque)  # sentences split and not read yet
     dropped: str = ""  # characters the phonemizer cannot read, each once
@@ -141,7 +140,7 @@ class PhonemizeLoop(Loop):
             return DONE
         if not state.pending:
             if state.text_pos >= len(state.text):
-                self._finish(state, "end")
+                state.finish("end")
                 return DONE
             state.status = LoopStatus.RUNNING
             end = window_end(state.text, state.text_pos)
@@ -163,7 +162,7 @@ class PhonemizeLoop(Loop):
             state.dropped += new
             state.unreported += new
             if not state.pending and state.text_pos >= len(state.text):
-                self._finish(state, "end")
+                state.finish("end")
             return state
         index = state.next_sentence
         read: ReadSentence = output
@@ -172,26 +171,20 @@ class PhonemizeLoop(Loop):
         state.pending.popleft()
         state.next_sentence += 1
         if not state.pending and state.text_pos >= len(state.text):
-            self._finish(state, "end")
+            state.finish("end")
         return state
-
-    def _finish(self, state: PhonemizeState, reason: str | None) -> None:
-        state.status = LoopStatus.FINISHED
-        state.stop_reason = reason
-        state.out.close()
 
     def finalize(self, state: PhonemizeState) -> LoopResult:
         return LoopResult(self.loop_id, state.step, {"num_sentences": state.next_sentence, "dropped": state.dropped},
                           state.stop_reason)
 
     def abort(self, state: PhonemizeState) -> None:
-        self._finish(state, None)
+        state.finish(None)
 
 
 @dataclass
 class FramesState(LoopState):
     feed: SentenceFeed[SentencePhonemes] | None = None
-    out: Channel | None = None
     seed: int = 0
     length_scale: float = 1.0
     num_frames: int = 0
@@ -224,7 +217,7 @@ class SentenceFramesLoop(Loop):
             return DONE
         index = state.step
         if state.feed.is_done(index):
-            self._finish(state, "end")
+            state.finish("end")
             return DONE
         item = state.feed.item(index)
         if item is None:
@@ -247,13 +240,8 @@ class SentenceFramesLoop(Loop):
         state.out.put(piece)
         state.feed.done_with(plan.step)
         if state.feed.is_done(state.step):
-            self._finish(state, "end")
+            state.finish("end")
         return state
-
-    def _finish(self, state: FramesState, reason: str | None) -> None:
-        state.status = LoopStatus.FINISHED
-        state.stop_reason = reason
-        state.out.close()
 
     def finalize(self, state: FramesState) -> LoopResult:
         return LoopResult(self.loop_id, state.step, {"num_frames": state.num_frames,
@@ -261,4 +249,4 @@ class SentenceFramesLoop(Loop):
                           state.stop_reason)
 
     def abort(self, state: FramesState) -> None:
-        self._finish(state, None)
+        state.finish(None)

@@ -202,9 +202,6 @@ class AudioDecodeLoop(Loop):
             outputs["behaviour"] = state.recorder.columns()
         return LoopResult(self.loop_id, state.step, outputs, state.stop_reason)
 
-    def abort(self, state: AudioState) -> None:
-        state.finish(None)
-
     @classmethod
     def describe(cls, spec: LoopSpec) -> str:
         if spec.first_chunks:

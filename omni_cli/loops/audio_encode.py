@@ -146,6 +146,3 @@ class AudioEncodeLoop(Loop):
         seconds = state.num_samples / self.component.sample_rate
         return LoopResult(self.loop_id, state.step, {"audio_s": seconds, "audio_positions": state.num_rows,
                                                      "clips": state.clip, "clips_reused": state.num_reused}, state.stop_reason)
-
-    def abort(self, state: EncodeState) -> None:
-        state.finish(None)

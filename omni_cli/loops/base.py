@@ -133,7 +133,7 @@ class LoopRequest:
 
 class Loop:
     """A driven loop over one component. Subclasses declare their kind (see registry.py) and implement
-    init, next, advance, finalize, abort; `footprint` and `advance_many` have defaults."""
+    init, next, advance, finalize; `footprint`, `advance_many` and `abort` have defaults."""
 
     kind: ClassVar[str]  # the name a card's loop `kind:` uses
     work_unit: ClassVar[str]  # the WorkUnit kind it runs (a card may omit `work_unit`: it follows from kind)
@@ -188,8 +188,8 @@ class Loop:
         raise NotImplementedError
 
     def abort(self, state: LoopState) -> None:
-        """Release what the state holds and close its output (cancel, failure)."""
-        raise NotImplementedError
+        """Release what the state holds and close its output (cancel, failure): it finishes with no reason."""
+        state.finish(None)
 
     @classmethod
     def describe(cls, spec: Any) -> str:

@@ -116,6 +116,3 @@ class FrameDecodeLoop(Loop):
     def finalize(self, state: FrameDecodeState) -> LoopResult:
         return LoopResult(self.loop_id, state.step, {"num_samples": state.num_samples, "num_frames": state.frames_done,
                                                      "num_sentences": state.sentence}, state.stop_reason)
-
-    def abort(self, state: FrameDecodeState) -> None:
-        state.finish(None)

@@ -88,6 +88,3 @@ class ImageEncodeLoop(Loop):
     def finalize(self, state: ImageEncodeState) -> LoopResult:
         return LoopResult(self.loop_id, state.step, {"images": state.step, "image_positions": state.num_rows},
                           state.stop_reason)
-
-    def abort(self, state: ImageEncodeState) -> None:
-        state.finish(None)

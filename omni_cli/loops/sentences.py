@@ -178,9 +178,6 @@ class PhonemizeLoop(Loop):
         return LoopResult(self.loop_id, state.step, {"num_sentences": state.next_sentence, "dropped": state.dropped},
                           state.stop_reason)
 
-    def abort(self, state: PhonemizeState) -> None:
-        state.finish(None)
-
 
 @dataclass
 class FramesState(LoopState):
@@ -247,6 +244,3 @@ class SentenceFramesLoop(Loop):
         return LoopResult(self.loop_id, state.step, {"num_frames": state.num_frames,
                                                      "frames_per_sentence": list(state.frames_per_sentence)},
                           state.stop_reason)
-
-    def abort(self, state: FramesState) -> None:
-        state.finish(None)

@@ -20,6 +20,9 @@ class Reuse:
     notes: list = field(default_factory=list)  # one line each: an entry refused, a store that could not be used
 
     def outputs(self) -> dict[str, Any]:
+        """The loop's outputs about reuse (none for a request with no store)."""
+        if self.store is None:
+            return {}
         reused = {"clips": self.clips, "audio_s": self.audio_s} if self.clips else {}
         if self.images:
             reused["images"] = self.images

@@ -169,9 +169,12 @@ def _parse(data: bytes, identity: str, content: str) -> Kept | None:
             if meta.get("format") != FORMAT or meta.get("identity") != identity or meta.get("content") != content:
                 return None
             rows = tuple(np.asarray(archive[f"rows_{i}"], np.float32) for i in range(int(meta["blocks"])))
-        return Kept(rows, tuple(int(n) for n in meta["num_samples"]), dict(meta["extra"]))
+        kept = Kept(rows, tuple(int(n) for n in meta["num_samples"]), dict(meta["extra"]))
     except (ValueError, KeyError, TypeError, OSError, EOFError):
         return None
+    whole = all(r.ndim == 2 for r in rows) and len(kept.num_samples) in (0, len(rows)) \
+        and len(kept.extra.get("ends", rows)) == len(rows)
+    return kept if whole else None
 
 
 def _drop(path: Path) -> None:

@@ -133,9 +133,9 @@ class AudioEncodeLoop(Loop):
         found = None if whole is None else state.reuse.look_up(self.component, whole[0])
         if found is None:
             return None
-        ends = found.extra.get("ends", [])
-        kept = [HeardBlock(i, self.component.rows_from_numpy(rows), n, state.clip, bool(ends[i]) if i < len(ends)
-                           else i == len(found.rows) - 1) for i, (rows, n) in enumerate(zip(found.rows, found.num_samples))]
+        ends = found.extra.get("ends") or [i == len(found.rows) - 1 for i in range(len(found.rows))]
+        kept = [HeardBlock(i, self.component.rows_from_numpy(rows), n, state.clip, bool(end))
+                for i, (rows, n, end) in enumerate(zip(found.rows, found.num_samples, ends, strict=True))]
         source.encoded[self._key()] = kept
         state.reuse.clips += 1
         state.reuse.audio_s += whole[1]

@@ -58,3 +58,18 @@ def test_a_cut_entry_is_encoded_again_with_one_note(omni, home, cache):
     assert notes == [f"omni: encoded again: the cached {entry} was not used (its bytes do not match the digest "
                      "omni recorded (cut short or edited))"]
     assert "Traceback" not in second.stderr and "reused" not in second.stderr
+
+
+def test_a_typed_conversation_reads_the_earlier_runs_clip_from_the_cache(spawn, home):
+    from test_chat_history import Terminal
+
+    question(home / "q.wav", seconds=2.5)
+    first = spawn("chat", "-c", TOY, "--audio", "q.wav", "--history", "talk.jsonl", *ANSWER)
+    assert first.wait(120) == 0, first.stderr.read().decode()
+    term = Terminal(spawn, "-c", TOY, "--history", "talk.jsonl", "--max-tokens", "6", "--allow-truncation")
+    term.expect(b"> ")
+    term.send(b"what was it?\n")
+    term.expect(b"> ", 2)
+    term.send(b"\x04")
+    assert term.close() == 0
+    assert b"omni: reused 1 encoded clip (2.5 s of audio) from the cache" in term.seen

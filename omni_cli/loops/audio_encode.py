@@ -127,10 +127,13 @@ class AudioEncodeLoop(Loop):
     def _kept(self, state: EncodeState, source: Any) -> list | None:
         """The clip's blocks as an earlier turn of this process kept them, else as the request's store did."""
         kept = source.encoded.get(self._key())
-        if kept is not None or state.reuse.store is None:
+        if kept is not None or state.reuse.store is None or state.clip in state.reuse.looked:
             return kept
-        whole = whole_clip(source, self.component.sample_rate)
-        found = None if whole is None else state.reuse.look_up(self.component, whole[0])
+        whole = whole_clip(source, self.component.sample_rate)  # None: still arriving, not looked up
+        if whole is None:
+            return None
+        state.reuse.looked.add(state.clip)
+        found = state.reuse.look_up(self.component, whole[0])
         if found is None:
             return None
         ends = found.extra.get("ends") or [i == len(found.rows) - 1 for i in range(len(found.rows))]

@@ -78,7 +78,8 @@ class ImageEncodeLoop(Loop):
     def next(self, state: ImageEncodeState) -> WorkPlan | Wait | Done:
         while state.status is not LoopStatus.FINISHED:
             image = state.images[state.index]
-            if state.reuse.store is not None:
+            if state.reuse.store is not None and state.index not in state.reuse.looked:
+                state.reuse.looked.add(state.index)
                 kept = state.reuse.look_up(self.component, picture_content(image))
                 if kept is not None:  # seen in an earlier run: its rows again, no WorkUnit
                     state.reuse.images += 1

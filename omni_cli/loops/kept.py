@@ -17,6 +17,8 @@ class Reuse:
     audio_s: float = 0.0
     images: int = 0
     to_keep: list = field(default_factory=list)  # (content, Kept) made this run, written once the request ends
+    looked: set = field(default_factory=set)  # the inputs (by index) already looked up: a plan asked for again
+    # (not admitted yet) does not hash its input and read the store again
     notes: list = field(default_factory=list)  # one line each: an entry refused, a store that could not be used
 
     def outputs(self) -> dict[str, Any]:

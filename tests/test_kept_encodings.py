@@ -162,3 +162,17 @@ def test_the_store_keeps_within_its_cap_dropping_the_oldest_first(tmp_path):
     assert sum(p.stat().st_size for p in folder.glob("*.npz")) <= 1 << 20
     big = Kept((np.zeros((300, 1024), np.float32),))  # over a quarter of the cap: not kept
     assert store.put("model", "f" * 64, big) is None and not (folder / f"{'f' * 48}.npz").exists()
+
+
+def test_the_example_answers_alike_with_and_without_the_store():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "kept_encodings.py"
+    done = subprocess.run([sys.executable, str(script), "--seconds", "3", "--rounds", "1"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[2:4]}
+    assert float(rows["kept"][0]) == 2 and float(rows["again"][0]) == 5  # the new clip's blocks; then both clips'
+    assert done.stdout.rstrip().endswith("same thinker ids and waveform: True")

@@ -34,7 +34,10 @@ template (their audio and images read again from their files, which stay
 where they are); once the
 reply ends well, the new turn and the reply (its text, and its audio file
 with -o FILE) are appended. A run that fails or is stopped appends nothing.
-Audio heard from `--audio -` is kept as FILE.audio/NNNN.wav.
+Audio heard from `--audio -` is kept as FILE.audio/NNNN.wav. Each clip's
+and picture's encoding is kept in omni's cache (encoded/, at most 256 MiB,
+the least recently used dropped first; OMNI_CLI_ENCODED_CACHE_MIB=0 keeps
+none), so a later run encodes only its new audio and says what it reused.
 \b
 With no TEXT and no --audio on a terminal: a conversation typed line by
 line. Each reply is spoken as it is made (to -o; `-o - | aplay` to hear

@@ -34,7 +34,10 @@ template (their audio and images read again from their files, which stay
 where they are); once the
 reply ends well, the new turn and the reply (its text, and its audio file
 with -o FILE) are appended. A run that fails or is stopped appends nothing.
-Audio heard from `--audio -` is kept as FILE.audio/NNNN.wav.
+Audio heard from `--audio -` is kept as FILE.audio/NNNN.wav. Each clip's
+and picture's encoding is kept in omni's cache (encoded/, at most 256 MiB,
+the least recently used dropped first; OMNI_CLI_ENCODED_CACHE_MIB=0 keeps
+none), so a later run encodes only its new audio and says what it reused.
 \b
 With no TEXT and no --audio on a terminal: a conversation typed line by
 line. Each reply is spoken as it is made (to -o; `-o - | aplay` to hear
@@ -70,7 +73,7 @@ def chat(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
                                         help="Nothing on stderr but errors.")] = False,
 ) -> None:
-    from .chat_turns import earlier_turns, record_turn
+    from .chat_turns import earlier_turns, kept_encodings, record_turn, say_reuse
     from .job import SpeakJob, destination, request_template, run_job
     from .outputs import plan_outputs
     from .session import ModelOptions
@@ -85,7 +88,8 @@ def chat(
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program or chat_program, policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
-    template = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), history=prior)
+    template = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), history=prior,
+                       keep_encoded=kept_encodings(history))
     if interactive:
         from .interactive import converse
 
@@ -97,6 +101,7 @@ def chat(
     outcome, _, view = run_job(job)
     if outcome.utterances or outcome.stopped:
         view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)
+    say_reuse(outcome.utterances, quiet)
     if history is not None and outcome.code == 0:
         record_turn(history, len(turns), text or "", audio, image or [], source, outcome.utterances[0], plan, outcome)
     exit_with(outcome)

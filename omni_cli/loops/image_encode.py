@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import IMAGE, ImageEncoderModel, ImageInput, ImageRows
@@ -22,6 +22,7 @@ from .base import (
     WorkPlan,
 )
 from .channel import Channel
+from .kept import Reuse, picture_content, picture_kept
 from .registry import register_loop_kind
 
 
@@ -29,6 +30,8 @@ from .registry import register_loop_kind
 class ImageEncodeState(LoopState):
     images: tuple = ()  # SeenImage (audio/seen.py) in the order the thinker reads them
     num_rows: int = 0
+    index: int = 0  # the next picture (WorkUnits run for those not taken from the store)
+    reuse: Reuse = field(default_factory=Reuse)  # the request's store of encodings kept across runs
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ class ImageEncodeLoop(Loop):
         if len(images) > self.component.max_images:
             raise SpecError([SpecIssue("<request>", None, "images", f"{len(images)} images; the image encoder "
                                        f"takes at most {self.component.max_images}")])
-        state = ImageEncodeState(loop_id=self.loop_id, request_id=request.request_id, images=images, out=out)
+        state = ImageEncodeState(loop_id=self.loop_id, request_id=request.request_id, images=images, out=out,
+                                 reuse=Reuse(request.keep_encoded))
         if not images:
             state.finish("no_images")
         return state
@@ -70,21 +74,39 @@ class ImageEncodeLoop(Loop):
         return Footprint(peak_step_bytes=peak), OutputBound(len(state.images) * c.max_rows())
 
     def next(self, state: ImageEncodeState) -> WorkPlan | Wait | Done:
-        if state.status is LoopStatus.FINISHED:
-            return DONE
-        state.status = LoopStatus.RUNNING
-        image = state.images[state.step]
-        return WorkPlan(IMAGE, state.step, (self.loop_id, IMAGE), self.component.step_bytes(*image.size),
-                        ImageInput(image, state.step))
+        while state.status is not LoopStatus.FINISHED:
+            image = state.images[state.index]
+            if state.reuse.store is not None and state.index not in state.reuse.looked:
+                state.reuse.looked.add(state.index)
+                kept = state.reuse.look_up(self.component, picture_content(image))
+                if kept is not None:  # seen in an earlier run: its rows again, no WorkUnit
+                    state.reuse.images += 1
+                    rows = self.component.rows_from_numpy(kept.rows[0])
+                    self._publish(state, ImageRows(rows, tuple(kept.extra["grid"])))
+                    continue
+            state.status = LoopStatus.RUNNING
+            return WorkPlan(IMAGE, state.step, (self.loop_id, IMAGE), self.component.step_bytes(*image.size),
+                            ImageInput(image, state.index))
+        return DONE
 
     def advance(self, state: ImageEncodeState, plan: WorkPlan, output: ImageRows) -> ImageEncodeState:
         state.step += 1
-        state.num_rows += len(output.rows)
-        state.out.put(SeenRows(plan.step, output))
-        if state.step == len(state.images):
-            state.finish("end")
+        if state.reuse.store is not None:  # kept once the request has ended
+            state.reuse.to_keep.append((state.images[state.index], output))
+        self._publish(state, output)
         return state
 
+    def _publish(self, state: ImageEncodeState, rows: ImageRows) -> None:
+        state.num_rows += len(rows.rows)
+        state.out.put(SeenRows(state.index, rows))
+        state.index += 1
+        if state.index == len(state.images):
+            state.finish("end")
+
     def finalize(self, state: ImageEncodeState) -> LoopResult:
-        return LoopResult(self.loop_id, state.step, {"images": state.step, "image_positions": state.num_rows},
-                          state.stop_reason)
+        if state.stop_reason == "end":
+            reuse = state.reuse
+            reuse.to_keep = [(picture_content(i), picture_kept(self.component, o)) for i, o in reuse.to_keep]
+            reuse.write(self.component)
+        return LoopResult(self.loop_id, state.step, {"images": state.index, "image_positions": state.num_rows,
+                                                     **state.reuse.outputs()}, state.stop_reason)

@@ -36,6 +36,9 @@ class SpeakRequest:
     audio: Any = None  # heard speech (an audio.AudioSource, possibly still arriving), for a program that listens
     images: tuple = ()  # seen pictures (audio.seen.SeenImage, in order), for a program that sees
     history: tuple[PriorTurn, ...] = ()  # the conversation before this turn (a chat program renders it first)
+    # where whole clips' and pictures' encodings are kept across runs (an omni_cli.encoded.EncodedStore), so a
+    # conversation's later runs do not encode its earlier turns again; None: kept only within this process
+    keep_encoded: Any = None
 
     def __post_init__(self) -> None:
         """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""

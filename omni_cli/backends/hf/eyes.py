@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from omni_cli.backends.base import IMAGE, ImageEncoderModel, ImageInput, ImageRows
+from omni_cli.backends.hf import kept_rows
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.listener import FEATURE_FILE, ListenerUnavailable
 from omni_cli.backends.hf.loading import Loaded
@@ -52,6 +53,7 @@ class HFImageEncoder(ImageEncoderModel):
         self.factor = int(tower.patch_size) * self.merge  # a side's pixels are a multiple of this
         self.min_pixels, self.max_pixels = int(settings["min_pixels"]), int(settings["max_pixels"])
         self.max_images = MAX_IMAGES
+        self.model_path, self.settings, self._identity = model_path, settings, None
 
     # resources
     def weight_bytes(self) -> int:
@@ -71,6 +73,18 @@ class HFImageEncoder(ImageEncoderModel):
         patches = h * w * self.merge * self.merge
         width_ = int(self.tower.config.hidden_size)
         return 4 * (3 * width * height + patches * (3 * 2 * 14 * 14 + 8 * width_)) + 4 * patches * patches
+
+    # rows kept across runs
+    def identity(self) -> dict:
+        if self._identity is None:
+            self._identity = kept_rows.tower_identity(self, self.tower, self.model_path, self.settings)
+        return self._identity
+
+    def rows_to_numpy(self, rows: torch.Tensor):
+        return kept_rows.rows_to_numpy(rows)
+
+    def rows_from_numpy(self, array) -> torch.Tensor:
+        return kept_rows.rows_from_numpy(array, self.device, self.dtype)
 
     # work
     @with_threads

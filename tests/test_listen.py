@@ -176,3 +176,21 @@ def test_the_chat_program_speaks_echo_requests_as_speak_does(chat):
     assert echo.tokens["thinker_decode"] == speak.tokens["thinker_decode"] and echo.samples.size
     with pytest.raises(SpecError, match="heard audio and seen images need chat mode"):
         chat.wire("r1", SpeakRequest("hi", mode="echo", audio=AudioSource.whole(clip(0.5, 1), RATE)), lambda e: None)
+
+
+def test_a_whole_clip_travels_to_a_worker_process_and_audio_still_arriving_says_why_not():
+    import pickle
+
+    samples = np.sin(np.arange(24_000 * 3) / 7).astype(np.float32)
+    whole = AudioSource(24_000)
+    for part in np.array_split(samples, 5):  # chunks resampled one by one, in the worker as here
+        whole.push(part)
+    whole.end()
+    copy = pickle.loads(pickle.dumps(whole))
+    assert np.array_equal(copy.read(16_000, 0, 48_000), whole.read(16_000, 0, 48_000))
+    assert copy.known(16_000) == whole.known(16_000)
+
+    arriving = AudioSource(16_000)
+    arriving.push(samples[:1000])
+    with pytest.raises(ValueError, match="audio still arriving .* place the audio encoder in a thread"):
+        pickle.dumps(arriving)

@@ -75,12 +75,28 @@ class AudioSource:
                     return view.samples(start, stop)
                 self._cond.wait(0.5)
 
+    def __reduce__(self):
+        """A whole clip travels to a worker process as its raw chunks (resampled there as here); audio still
+        arriving cannot, since a reader in another process would wait for samples that never reach it."""
+        with self._cond:
+            if not self._ended:
+                raise ValueError("audio still arriving cannot be read by an encoder in a worker process; "
+                                 "place the audio encoder in a thread (--placement audio_encoder=thread)")
+            return _arrived, (self.sample_rate, list(self._raw), self.error)
+
     def _view(self, rate: int) -> _RateView:
         view = self._views.get(rate)
         if view is None:
             view = self._views[rate] = _RateView(self.sample_rate, rate)
         view.take(self._raw, self._ended)
         return view
+
+
+def _arrived(sample_rate: int, raw: list[np.ndarray], error: str | None) -> AudioSource:
+    source = AudioSource(sample_rate)
+    source._raw = raw
+    source.end(error)
+    return source
 
 
 class _RateView:

@@ -8,7 +8,7 @@ import sys
 from importlib.metadata import version
 
 import pytest
-from cli_helpers import ROOT
+from cli_helpers import ROOT, proc_env
 from packaging.requirements import Requirement
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
@@ -41,3 +41,50 @@ def test_parsing_a_command_imports_no_pydantic():
     done = subprocess.run([sys.executable, "-c", PARSE], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "a.wav", "False"]
+
+
+@pytest.mark.parametrize(("argv", "environ", "expected"), [
+    (["speak", "Hi", "-o", "a.wav"], {}, True),
+    (["speak", "-", "--card", "piper_joe"], {}, True),
+    (["speak", "Hi", "--card=piper_joe"], {"OMNI_CARD": "qwen2_5_omni_toy"}, True),
+    (["speak", "Hi"], {"OMNI_CARD": "qwen2_5_omni_toy"}, False),
+    (["speak", "Hi", "-c", "qwen2_5_omni_toy"], {}, False),
+    (["speak", "Hi", "-cqwen2_5_omni_toy"], {}, False),
+    (["speak", "Hi", "-qc", "qwen2_5_omni_toy"], {}, False),
+    (["speak", "Hi", "--server", "http://127.0.0.1:8000"], {}, False),
+    (["speak", "Hi"], {"OMNI_SERVER": "http://127.0.0.1:8000"}, False),
+    (["speak", "--help"], {}, False),
+    (["speak", "--", "--help"], {}, True),  # the text "--help", spoken
+    (["chat", "Hi"], {}, False),
+    ([], {}, False),
+])
+def test_the_entry_begins_the_voice_only_for_a_speak_that_builds_the_default_card(argv, environ, expected):
+    from omni_cli.cli.entry import speaks_default_voice
+
+    assert speaks_default_voice(argv, environ) is expected
+
+
+# `omni speak` as the entry point runs it, with the sessions' hand-over watched
+HANDOVER = r"""
+import sys
+from omni_cli.backends.piper import ahead
+begun, taken = [], []
+start, take = ahead.start, ahead.take
+ahead.start = lambda *a: begun.append(start(*a)) or begun[-1]
+ahead.take = lambda *a: taken.append(take(*a)) or taken[-1]
+sys.argv = ["omni", "speak", "Hello.", "-o", "a.wav", "-q"]
+from omni_cli.cli.entry import main
+try:
+    main()
+except SystemExit as exit:
+    print(exit.code, len(begun), len(taken), begun == taken, file=sys.stderr)
+"""
+
+
+def test_the_sessions_begun_by_the_entry_are_the_ones_the_build_uses(tmp_path):
+    env = proc_env(tmp_path)
+    env.pop("OMNI_CARD")  # the default card, as a user has it
+    done = subprocess.run([sys.executable, "-c", HANDOVER], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=300)
+    assert done.stderr.split() == ["0", "1", "1", "True"], done.stderr
+    assert (tmp_path / "a.wav").stat().st_size > 44

@@ -26,13 +26,33 @@ def main() -> None:
         code = None
     if code is not None:
         sys.exit(code)
+    begun = None
     if speaks_default_voice(sys.argv[1:], os.environ):
         from ..backends.piper import ahead
 
-        ahead.start()  # the build takes them if its thread count is the same (backends/piper/ahead.py)
+        begun = ahead.start()  # the build takes them if its thread count is the same (backends/piper/ahead.py)
     from .app import main as app_main
 
-    app_main()
+    try:
+        app_main()
+    except SystemExit as done:
+        if begun is not None and ahead.unclaimed(begun):
+            _exit_now(done.code)  # a run that ended before its build (bad usage, a refused output)
+        raise
+
+
+def _exit_now(code) -> None:
+    """Exit with `code` as SystemExit would, without waiting for the voice's sessions no build took: their
+    thread is inside onnxruntime, which cannot be stopped part-way, and nothing else of the run is left open."""
+    if code is not None and not isinstance(code, int):
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a reader that left: the status still says how the run ended
+    os._exit(code or 0)
 
 
 def speaks_default_voice(argv: list[str], environ) -> bool:

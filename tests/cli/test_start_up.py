@@ -88,3 +88,33 @@ def test_the_sessions_begun_by_the_entry_are_the_ones_the_build_uses(tmp_path):
                           timeout=300)
     assert done.stderr.split() == ["0", "1", "1", "True"], done.stderr
     assert (tmp_path / "a.wav").stat().st_size > 44
+
+
+# a run that ends before its build: exits through `_exit_now`, not waiting for the sessions nothing took (here
+# made to take a minute)
+EARLY_END = r"""
+import sys, time
+from omni_cli.backends.piper import ahead
+from omni_cli.cli import entry
+ahead.make_sessions = lambda num_threads: time.sleep(60)
+exit_now = entry._exit_now
+entry._exit_now = lambda code: (print("exit now", code, file=sys.stderr), exit_now(code))
+sys.argv = ["omni", "speak", *sys.argv[1:]]
+entry.main()
+"""
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["Hello.", "--bogus"], "omni: error: No such option: --bogus"),
+    (["Hello.", "-o", "kept.wav"], "omni: error: kept.wav exists; pass --force to overwrite it"),
+])
+def test_a_speak_that_ends_before_its_build_exits_with_its_status_and_one_line(tmp_path, args, message):
+    env = proc_env(tmp_path)
+    env.pop("OMNI_CARD")
+    (tmp_path / "kept.wav").write_bytes(b"mine")
+    done = subprocess.run([sys.executable, "-c", EARLY_END, *args], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=50)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0].startswith(message)
+    assert done.stderr.splitlines()[1:] == ["exit now 2"] and done.stdout == ""
+    assert (tmp_path / "kept.wav").read_bytes() == b"mine"

@@ -51,6 +51,12 @@ def take(num_threads: int) -> Future:
     return future if future is not None else _begin(num_threads)
 
 
+def unclaimed(future: Future) -> bool:
+    """Whether `future` is still being made and no build has taken it."""
+    with _lock:
+        return not future.done() and future in _pending.values()
+
+
 def _begin(num_threads: int) -> Future:
     future: Future = Future()
     threading.Thread(target=_make, args=(future, num_threads), name="omni-voice-sessions").start()

@@ -28,7 +28,7 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
         from .decoder import PiperDecoder
         from .graph_cache import split_graphs
         from .phonemize import GruutPhonemizer
-        from .sessions import session
+        from .sessions import session, side_by_side_threads
         from .voice import find_voice
 
         voice = find_voice()
@@ -44,7 +44,7 @@ def build(card: CardSpec, params: dict[str, Any], settings: Any, on_load: Any = 
     if parts.note and on_load is not None:
         on_load(LoadStep(parts.note, note=True))
     channels, hop, stream = parts.channels, parts.samples_per_frame, parts.stream
-    threads = settings.num_threads
+    threads = settings.num_threads or side_by_side_threads()
     acoustic_params, decoder_params = params[by_role["acoustic"]], params[by_role["vocoder"]]
     sizes = len(parts.acoustic), len(parts.decoder)
     sessions = session(parts.acoustic, threads, parts.optimized), session(parts.decoder, threads, parts.optimized)

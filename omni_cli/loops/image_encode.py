@@ -1,4 +1,4 @@
-"""image_encode: the request's pictures through a vision encoder, one WorkUnit per picture."""
+"""image_encode: the request's pictures and videos through a vision encoder, one WorkUnit per picture or video."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from .registry import register_loop_kind
 
 @dataclass
 class ImageEncodeState(LoopState):
-    images: tuple = ()  # SeenImage (audio/seen.py) in the order the thinker reads them
+    images: tuple = ()  # SeenImage (audio/seen.py), SeenVideo (audio/watched.py), in the order the thinker reads them
     num_rows: int = 0
 
 
@@ -41,7 +41,7 @@ class SeenRows:
 
 @register_loop_kind
 class ImageEncodeLoop(Loop):
-    """Picture k is WorkUnit k. A picture is one WorkUnit, not one per attention window: Qwen2.5-Omni's vision
+    """Picture (or video) k is WorkUnit k. A picture is one WorkUnit, not one per attention window: Qwen2.5-Omni's vision
     tower has full-attention layers (`fullatt_block_indexes`) in which every patch sees the whole picture, so a
     window encoded alone is not the picture's rows for it; each picture attends only to itself, so one encoded
     alone equals it encoded beside others (tests/hf/test_hf_see.py checks both)."""
@@ -66,16 +66,22 @@ class ImageEncodeLoop(Loop):
 
     def footprint(self, state: ImageEncodeState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
         c = self.component
-        peak = max((c.step_bytes(*image.size) for image in state.images), default=0)
-        return Footprint(peak_step_bytes=peak), OutputBound(len(state.images) * c.max_rows())
+        peak = max((self._step_bytes(item) for item in state.images), default=0)
+        rows = sum(c.video_rows(*item.size, item.num_frames, item.fps) if item.kind == "video" else c.max_rows()
+                   for item in state.images)
+        return Footprint(peak_step_bytes=peak), OutputBound(rows)
 
     def next(self, state: ImageEncodeState) -> WorkPlan | Wait | Done:
         if state.status is LoopStatus.FINISHED:
             return DONE
         state.status = LoopStatus.RUNNING
-        image = state.images[state.step]
-        return WorkPlan(IMAGE, state.step, (self.loop_id, IMAGE), self.component.step_bytes(*image.size),
-                        ImageInput(image, state.step))
+        item = state.images[state.step]
+        return WorkPlan(IMAGE, state.step, (self.loop_id, IMAGE), self._step_bytes(item), ImageInput(item, state.step))
+
+    def _step_bytes(self, item: Any) -> int:
+        if item.kind == "video":
+            return self.component.video_step_bytes(*item.size, item.num_frames, item.fps)
+        return self.component.step_bytes(*item.size)
 
     def advance(self, state: ImageEncodeState, plan: WorkPlan, output: ImageRows) -> ImageEncodeState:
         state.step += 1

@@ -44,7 +44,9 @@ class ImageEncodeLoop(Loop):
     """Picture (or video) k is WorkUnit k. A picture is one WorkUnit, not one per attention window: Qwen2.5-Omni's vision
     tower has full-attention layers (`fullatt_block_indexes`) in which every patch sees the whole picture, so a
     window encoded alone is not the picture's rows for it; each picture attends only to itself, so one encoded
-    alone equals it encoded beside others (tests/hf/test_hf_see.py checks both)."""
+    alone equals it encoded beside others (tests/hf/test_hf_see.py checks both). A video is one WorkUnit too: its
+    frame groups attend only within themselves, so a group could be a WorkUnit, but the thinker places a video's rows
+    as one part of its prompt (tests/hf/test_hf_watch.py)."""
 
     kind = "image_encode"
     work_unit = IMAGE

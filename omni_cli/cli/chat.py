@@ -88,12 +88,10 @@ def chat(
     interactive = audio is None and not media and text is None and sys.stdin is not None and sys.stdin.isatty()
     if not interactive and audio is None and not media and (text is None or not text.strip()):
         raise CliError("nothing to answer: pass --audio FILE (or - for stdin), --image FILE, --video FILE and/or TEXT")
-    if video and history is not None:
-        raise CliError("--video with --history: a conversation does not keep videos yet")
     overrides = o.overrides(set_)
     turns, prior = earlier_turns(history)
     chat_program = check_senses(card, overrides, media or any(t.images for t in turns))
-    images, videos = seen(image or []), watched(video or [])
+    images, videos = seen(image or []), watched(video or [], history)
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program or chat_program, policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
@@ -137,10 +135,12 @@ def seen(paths: list[str]) -> tuple:
         raise CliError(f"--image: {exc}") from None
 
 
-def watched(paths: list[str]) -> tuple:
+def watched(paths: list[str], history: str | None) -> tuple:
     """The --video files, decoded (PyAV); a bad one is refused in one line before anything loads."""
     from ..audio.watched import VideoInputError, read_video
 
+    if paths and history is not None:
+        raise CliError("--video with --history: a conversation does not keep videos yet")
     try:
         return tuple(read_video(p) for p in paths)
     except VideoInputError as exc:

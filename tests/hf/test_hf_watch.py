@@ -148,3 +148,17 @@ def test_pixels_equal_transformers_video_processor(watching, video):
     patches, grid = video_patches(frames, s)
     assert theirs["video_grid_thw"].tolist() == [list(grid)]
     torch.testing.assert_close(patches, theirs["pixel_values_videos"], rtol=0, atol=1e-6)
+
+
+def test_a_frame_group_encoded_alone_is_the_whole_videos_rows_for_it(watching, video):
+    """Why a video could be split by frame group (image_encode.py says why it is not yet): the tower's attention
+    windows and full-attention layers stay within a grid step, so each step encoded alone gives its rows."""
+    eyes = watching.roles["image_encoder"]
+    s = eyes.video
+    patches, (t, h, w) = video_patches(video.frames[sampled(video.num_frames, video.fps, s)], s)
+    with torch.no_grad():
+        whole = eyes.tower(patches, grid_thw=torch.tensor([[t, h, w]])).pooler_output
+        alone = [eyes.tower(patches[g * h * w:(g + 1) * h * w], grid_thw=torch.tensor([[1, h, w]])).pooler_output
+                 for g in range(t)]
+    assert t == 3
+    torch.testing.assert_close(torch.cat(alone), whole, rtol=0, atol=1e-6)

@@ -141,6 +141,30 @@ def read_verified(path: Path) -> bytes | None:
     return data if _digest_of(data) == expected else None
 
 
+def read_owned(path: Path) -> tuple[bytes | None, str | None]:
+    """(`read_verified(path)`, None) for a file that is ours and writable by nobody else; else (None, why): a file
+    another user owns or others may write is refused before its bytes are read, whatever its digest says. A
+    missing file is (None, None)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None, None
+    except OSError as error:
+        return None, f"cannot read it: {error.strerror or error}"
+    if not stat.S_ISREG(info.st_mode):
+        return None, "it is not a plain file"
+    if info.st_uid != os.getuid():
+        return None, f"it is owned by another user (uid {info.st_uid})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None, "it is writable by other users"
+    data = read_verified(path)
+    if data is None:
+        have = digest_path(path).exists()
+        return None, "its bytes do not match the digest omni recorded (cut short or edited)" if have else \
+            "it has no digest beside it (omni did not write it)"
+    return data, None
+
+
 def verified(path: Path) -> bool:
     """Whether the file at `path` is one omni recorded (see `read_verified`)."""
     return read_verified(path) is not None

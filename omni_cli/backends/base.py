@@ -246,6 +246,18 @@ class AudioEncoderModel(Component, Protocol):
 
     def step_bytes(self, num_samples: int) -> int: ...
 
+    def identity(self) -> dict:
+        """What its rows depend on besides the audio (the weights' digest, its and the feature extractor's settings,
+        dtype, device type, library versions), as JSON values: rows kept across runs (omni_cli/encoded.py) are
+        reused only under an equal identity."""
+        ...
+
+    def rows_to_numpy(self, rows: Any) -> np.ndarray:
+        """Its rows as float32, exactly (to keep them)."""
+
+    def rows_from_numpy(self, array: np.ndarray) -> Any:
+        """Rows kept as float32 as its own again: the same values, array type, dtype and device."""
+
 
 class ImageEncoderModel(Component, Protocol):
     """A vision tower: one picture or one video per WorkUnit, encoded whole (an IMAGE step returns ImageRows; an
@@ -268,6 +280,11 @@ class ImageEncoderModel(Component, Protocol):
         ...
 
     def video_step_bytes(self, width: int, height: int, num_frames: int, fps: float) -> int: ...
+
+    # as AudioEncoderModel's, for a picture's rows
+    def identity(self) -> dict: ...
+    def rows_to_numpy(self, rows: Any) -> np.ndarray: ...
+    def rows_from_numpy(self, array: np.ndarray) -> Any: ...
 
 
 class VocoderModel(Component, Protocol):

@@ -40,7 +40,10 @@ template (their audio and images read again from their files, which stay
 where they are); once the
 reply ends well, the new turn and the reply (its text, and its audio file
 with -o FILE) are appended. A run that fails or is stopped appends nothing.
-Audio heard from `--audio -` is kept as FILE.audio/NNNN.wav.
+Audio heard from `--audio -` is kept as FILE.audio/NNNN.wav. Each clip's
+and picture's encoding is kept in omni's cache (encoded/, at most 256 MiB,
+the least recently used dropped first; OMNI_CLI_ENCODED_CACHE_MIB=0 keeps
+none), so a later run encodes only its new audio and says what it reused.
 \b
 With no TEXT and no --audio on a terminal: a conversation typed line by
 line. Each reply is spoken as it is made (to -o; `-o - | aplay` to hear
@@ -57,8 +60,7 @@ def chat(
     image: Annotated[list[str] | None, typer.Option("--image", "-i", metavar="FILE", rich_help_panel=o.REQUEST,
                                                     help="A picture to see (PNG or JPEG); repeat for more.")] = None,
     video: Annotated[list[str] | None, typer.Option("--video", metavar="FILE", rich_help_panel=o.REQUEST,
-                                                    help="A video to watch (its audio track is not heard); repeat "
-                                                         "for more.")] = None,
+                                                    help="A video to watch (not its sound); repeat for more.")] = None,
     history: Annotated[str | None, typer.Option("--history", metavar="FILE", rich_help_panel=o.REQUEST,
                                                    help="Continue the conversation in FILE (JSON Lines of turns) and "
                                                         "append this turn and its reply.")] = None,
@@ -79,23 +81,23 @@ def chat(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=o.DISPLAY,
                                         help="Nothing on stderr but errors.")] = False,
 ) -> None:
-    from .chat_turns import earlier_turns, record_turn
+    from .chat_turns import earlier_turns, kept_encodings, record_turn, say_reuse
     from .job import SpeakJob, destination, request_template, run_job
     from .outputs import plan_outputs
     from .session import ModelOptions
 
-    media = bool(image or video)
-    interactive = audio is None and not media and text is None and sys.stdin is not None and sys.stdin.isatty()
-    if not interactive and audio is None and not media and (text is None or not text.strip()):
+    interactive = audio is None and not (image or video) and text is None and sys.stdin is not None and sys.stdin.isatty()
+    if not interactive and audio is None and not (image or video) and (text is None or not text.strip()):
         raise CliError("nothing to answer: pass --audio FILE (or - for stdin), --image FILE, --video FILE and/or TEXT")
     overrides = o.overrides(set_)
     turns, prior = earlier_turns(history)
-    chat_program = check_senses(card, overrides, media or any(t.images for t in turns))
-    images, videos = seen(image or []), watched(video or [], history)
+    chat_program = check_senses(card, overrides, bool(image or video) or any(t.images for t in turns))
+    images, videos = seen(image or []), watched(video or [], history)  # refused before anything loads
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program or chat_program, policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
-    template = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), history=prior)
+    template = replace(request_template(seed, max_tokens, voice, o.Mode.chat, handoff), history=prior,
+                       keep_encoded=kept_encodings(history))
     if interactive:
         from .interactive import converse
 
@@ -107,6 +109,7 @@ def chat(
     outcome, _, view = run_job(job)
     if outcome.utterances or outcome.stopped:
         view.summary(outcome.utterances, destination(plan), outcome.stopped, outcome.removed)
+    say_reuse(outcome.utterances, quiet)
     if history is not None and outcome.code == 0:
         record_turn(history, len(turns), text or "", audio, image or [], source, outcome.utterances[0], plan, outcome)
     exit_with(outcome)

@@ -21,6 +21,28 @@ def earlier_turns(history: str | None) -> tuple[list, tuple]:
         raise CliError(f"--history {exc}") from None
 
 
+def kept_encodings(history: str | None):
+    """With --history, the store where whole clips' and pictures' encodings are kept across runs (a later run
+    of the conversation does not encode its earlier turns again); without, None."""
+    from ..encoded import EncodedStore
+
+    return EncodedStore() if history is not None else None
+
+
+def say_reuse(utterances: list, quiet: bool) -> None:
+    """On stderr: what the run took from the store instead of encoding (`omni: reused 1 encoded clip (6.0 s of
+    audio) from the cache`), and any entry it refused, one line each."""
+    import sys
+
+    from ..encoded import describe_reuse
+
+    for utt in utterances:
+        lines = [*utt.metrics.get("notes", ())] + [describe_reuse(utt.metrics.get("reused") or {})]
+        for line in lines:
+            if line and not quiet:
+                sys.stderr.write(f"omni: {line}\n")
+
+
 def record_turn(history: str, number: int, text: str, audio: str | None, images: list[str], source, utt, plan,
                 outcome) -> None:
     """Append the user's turn and the reply once the run ended well; a failure to write is the run's failure

@@ -103,9 +103,16 @@ class Conversation:
         finally:
             signal.signal(signal.SIGINT, previous)
         self.router.done(utt)
-        if self._end(text, utt, done) and kept and not self.quiet:
+        if not self._end(text, utt, done) or self.quiet:
+            return
+        if kept:
             clips, them = ("clips", "them") if kept > 1 else ("clip", "it")
             say(f"(heard {kept} earlier {clips} again without encoding {them})\n")
+        from ..encoded import describe_reuse
+
+        for line in [*done.metrics.get("notes", ()), describe_reuse(done.metrics.get("reused") or {})]:
+            if line:  # the first reply after --history: what the cache held (later ones reuse what is in memory)
+                say(f"omni: {line}\n")
 
     def _stream(self, handle, utt):
         from ..spec.stream import AudioChunk, RequestDone, TextPiece

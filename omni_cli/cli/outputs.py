@@ -84,7 +84,8 @@ class Utterance:
                 "path": self.path, "status": self.status, "duration_s": self.num_samples / sample_rate,
                 "num_samples": self.num_samples, "sample_rate": sample_rate, "ttfa_s": m.get("ttfa_s"),
                 "first_audio_after_line_s": self.first_audio_after_line_s, "latency_s": m.get("latency_s"),
-                "work_units": m.get("work_units", {}), "reason": self.reason, "error": self.error}
+                "work_units": m.get("work_units", {}), "reused": m.get("reused") or {}, "reason": self.reason,
+                "error": self.error}
 
 
 class Sequencer:

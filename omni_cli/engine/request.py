@@ -80,7 +80,18 @@ class EngineRequest:
             "stop_reasons": {name: r.stop_reason for name, r in results.items() if r.stop_reason is not None},
             # loops that stopped at a cap rather than at their natural end: no silent truncation
             "truncated": {name: r.stop_reason for name, r in results.items() if r.truncated},
+            # inputs an input loop took from the request's store of encodings instead of running WorkUnits
+            "reused": _summed(r.outputs.get("reused") or {} for r in results.values()),
+            "notes": [note for r in results.values() for note in r.outputs.get("notes", ())],
         }
+
+
+def _summed(counts) -> dict[str, Any]:
+    total: dict[str, Any] = {}
+    for count in counts:
+        for key, value in count.items():
+            total[key] = total.get(key, 0) + value
+    return total
 
 
 class RequestHandle:

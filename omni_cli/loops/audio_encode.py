@@ -21,6 +21,7 @@ from .base import (
     WorkPlan,
 )
 from .channel import Channel
+from .kept import Reuse, clip_kept, whole_clip
 from .registry import register_loop_kind
 
 
@@ -43,6 +44,7 @@ class EncodeState(LoopState):
     block: int = 0  # the next block within it
     blocks: list = field(default_factory=list)  # the clip's blocks so far, kept on it once it has ended
     num_reused: int = 0  # clips heard before (an earlier turn) whose kept blocks were published again
+    reuse: Reuse = field(default_factory=Reuse)  # the request's store of encodings kept across runs
     num_samples: int = 0
     num_rows: int = 0
 
@@ -72,7 +74,8 @@ class AudioEncodeLoop(Loop):
 
     def init(self, feed: Any, out: Channel, request: LoopRequest) -> EncodeState:
         clips = tuple(feed) if isinstance(feed, (tuple, list)) else () if feed is None else (feed,)
-        state = EncodeState(loop_id=self.loop_id, request_id=request.request_id, clips=clips, out=out)
+        state = EncodeState(loop_id=self.loop_id, request_id=request.request_id, clips=clips, out=out,
+                            reuse=Reuse(request.keep_encoded))
         if not clips:
             state.finish("no_audio")
         else:
@@ -87,8 +90,8 @@ class AudioEncodeLoop(Loop):
         c = self.component
         while state.status is not LoopStatus.FINISHED:
             source = state.clips[state.clip]
-            kept = source.encoded.get(self._key()) if state.block == 0 else None
-            if kept is not None:  # encoded in an earlier turn: its blocks again, no WorkUnit
+            kept = self._kept(state, source) if state.block == 0 else None
+            if kept is not None:  # encoded in an earlier turn (or run): its blocks again, no WorkUnit
                 for block in kept:
                     state.out.put(replace(block, clip=state.clip))
                 state.num_rows += sum(len(b.rows) for b in kept)
@@ -122,6 +125,26 @@ class AudioEncodeLoop(Loop):
             self._end_clip(state, source)
         return state
 
+    def _kept(self, state: EncodeState, source: Any) -> list | None:
+        """The clip's blocks as an earlier turn of this process kept them, else as the request's store did."""
+        kept = source.encoded.get(self._key())
+        if kept is not None or state.reuse.store is None or state.clip in state.reuse.looked:
+            return kept
+        whole = whole_clip(source, self.component.sample_rate)  # None: still arriving, not looked up
+        if whole is None:
+            return None
+        state.reuse.looked.add(state.clip)
+        found = state.reuse.look_up(self.component, whole[0])
+        if found is None:
+            return None
+        ends = found.extra.get("ends") or [i == len(found.rows) - 1 for i in range(len(found.rows))]
+        kept = [HeardBlock(i, self.component.rows_from_numpy(rows), n, state.clip, bool(end))
+                for i, (rows, n, end) in enumerate(zip(found.rows, found.num_samples, ends, strict=True))]
+        source.encoded[self._key()] = kept
+        state.reuse.clips += 1
+        state.reuse.audio_s += whole[1]
+        return kept
+
     def _key(self) -> tuple:
         return (self.component.name, id(self.component))  # blocks are kept for this encoder only
 
@@ -134,6 +157,8 @@ class AudioEncodeLoop(Loop):
             raise AudioInputError(f"the audio stopped early: {source.error}")
         if keep:  # the whole clip was heard: a later turn of the conversation reuses its blocks
             source.encoded[self._key()] = state.blocks
+            if state.reuse.store is not None:  # and a later run, once this request has ended
+                state.reuse.to_keep.append((source, state.blocks))
         state.blocks = []
         state.clip += 1
         state.block = 0
@@ -143,6 +168,19 @@ class AudioEncodeLoop(Loop):
             state.encoder_state = self.component.new_state()
 
     def finalize(self, state: EncodeState) -> LoopResult:
+        if state.stop_reason == "end":
+            self._keep(state.reuse)
         seconds = state.num_samples / self.component.sample_rate
         return LoopResult(self.loop_id, state.step, {"audio_s": seconds, "audio_positions": state.num_rows,
-                                                     "clips": state.clip, "clips_reused": state.num_reused}, state.stop_reason)
+                                                     "clips": state.clip, "clips_reused": state.num_reused,
+                                                     **state.reuse.outputs()}, state.stop_reason)
+
+    def _keep(self, reuse: Reuse) -> None:
+        """The clips this request encoded, into its store under their content's digest."""
+        made = []
+        for source, blocks in reuse.to_keep:
+            whole = whole_clip(source, self.component.sample_rate)
+            if whole is not None:
+                made.append((whole[0], clip_kept(self.component, blocks)))
+        reuse.to_keep = made
+        reuse.write(self.component)

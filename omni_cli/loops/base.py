@@ -129,6 +129,7 @@ class LoopRequest:
     seed: int
     voice: str | None = None
     speed: float = 1.0  # sentence voices: VITS length scale 1 / speed
+    keep_encoded: Any = None  # input loops: the request's EncodedStore (omni_cli/encoded.py), or None
 
 
 class Loop:

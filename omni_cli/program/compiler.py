@@ -146,7 +146,7 @@ class CompiledProgram:
         slots: dict[str, Any] = {"text": request.text, "audio": clips, "images": images}  # keep REQUEST_SLOTS in step
         states: list[tuple[Loop, LoopState]] = []
         self._check_speed(request)
-        loop_request = LoopRequest(request_id, request.seed, voice, request.speed or 1.0)
+        loop_request = LoopRequest(request_id, request.seed, voice, request.speed or 1.0, request.keep_encoded)
         for node in self.order:
             inputs = [slots[s] for s in node.inputs]
             if node.op is not None:

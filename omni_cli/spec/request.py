@@ -37,6 +37,9 @@ class SpeakRequest:
     images: tuple = ()  # seen pictures (audio.seen.SeenImage, in order), for a program that sees
     videos: tuple = ()  # watched videos (audio.watched.SeenVideo, in order, after the pictures), likewise
     history: tuple[PriorTurn, ...] = ()  # the conversation before this turn (a chat program renders it first)
+    # where whole clips' and pictures' encodings are kept across runs (an omni_cli.encoded.EncodedStore), so a
+    # conversation's later runs do not encode its earlier turns again; None: kept only within this process
+    keep_encoded: Any = None
 
     def __post_init__(self) -> None:
         """Each field checked once, here, for the library and the CLI alike: a SpecError naming the field."""

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from omni_cli.backends.base import IMAGE, ImageEncoderModel, ImageInput, ImageRows
+from omni_cli.backends.hf import kept_rows
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.listener import FEATURE_FILE, ListenerUnavailable
 from omni_cli.backends.hf.loading import Loaded
@@ -56,6 +57,7 @@ class HFImageEncoder(ImageEncoderModel):
         self.min_pixels, self.max_pixels = int(settings["min_pixels"]), int(settings["max_pixels"])
         self.max_images = MAX_IMAGES
         self.video = video_settings(Path(model_path).expanduser(), settings)
+        self.model_path, self.settings, self._identity = model_path, settings, None
 
     # resources
     def weight_bytes(self) -> int:
@@ -92,6 +94,18 @@ class HFImageEncoder(ImageEncoderModel):
         width_ = int(self.tower.config.hidden_size)
         per_group = patches * (3 * self.video.temporal_patch * 14 * 14 + 8 * width_) + patches * patches
         return 4 * (3 * width * height * num_frames + t * per_group)
+
+    # rows kept across runs
+    def identity(self) -> dict:
+        if self._identity is None:
+            self._identity = kept_rows.tower_identity(self, self.tower, self.model_path, self.settings)
+        return self._identity
+
+    def rows_to_numpy(self, rows: torch.Tensor):
+        return kept_rows.rows_to_numpy(rows)
+
+    def rows_from_numpy(self, array) -> torch.Tensor:
+        return kept_rows.rows_from_numpy(array, self.device, self.dtype)
 
     # work
     @with_threads

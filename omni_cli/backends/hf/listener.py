@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from omni_cli.backends.base import AUDIO_BLOCK, AudioBlockInput, AudioBlockOutput, AudioEncoderModel
+from omni_cli.backends.hf import kept_rows
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.loading import Loaded
 from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
@@ -61,6 +62,7 @@ class HFAudioEncoder(AudioEncoderModel):
         self.block_frames = self.frames_per_block(self.tower.config)
         self.block_samples = self.block_frames * self.hop
         self.window = torch.hann_window(self.n_fft)
+        self.model_path, self._identity = model_path, None
 
     @staticmethod
     def frames_per_block(config) -> int:
@@ -89,6 +91,21 @@ class HFAudioEncoder(AudioEncoderModel):
     def tokens_for(self, num_samples: int) -> int:
         frames = self.frames_for(min(num_samples, self.max_samples))
         return 0 if frames == 0 else ((frames - 1) // 2 + 1 - 2) // 2 + 1
+
+    # rows kept across runs
+    def identity(self) -> dict:
+        if self._identity is None:
+            settings = {"sampling_rate": self.sample_rate, "hop_length": self.hop, "n_fft": self.n_fft,
+                        "max_samples": self.max_samples, "mel_filters": kept_rows.array_digest(self.mel_filters),
+                        "floor_log10": FLOOR_LOG10, "block_frames": self.block_frames}
+            self._identity = kept_rows.tower_identity(self, self.tower, self.model_path, settings)
+        return self._identity
+
+    def rows_to_numpy(self, rows: torch.Tensor) -> np.ndarray:
+        return kept_rows.rows_to_numpy(rows)
+
+    def rows_from_numpy(self, array: np.ndarray) -> torch.Tensor:
+        return kept_rows.rows_from_numpy(array, self.device, self.dtype)
 
     # work
     @with_threads

@@ -61,3 +61,17 @@ class WeightSource:
 
     def ones(self, dim: int) -> np.ndarray:
         return np.ones(dim, dtype=np.float32)
+
+
+def weights_identity(kind: str, params: object, arrays: list[np.ndarray]) -> dict:
+    """An encoder's identity for rows kept across runs (omni_cli/encoded.py): its class, its params and the
+    digest of the weights they drew, with numpy's version (the arithmetic that made the rows)."""
+    import dataclasses
+    import hashlib
+
+    digest = hashlib.sha256()
+    for array in arrays:
+        digest.update(f"{array.dtype}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return {"encoder": kind, "params": dataclasses.asdict(params), "weights": digest.hexdigest(),
+            "numpy": np.__version__}

@@ -21,6 +21,7 @@ class SeenImage:
 
     pixels: np.ndarray
     name: str
+    kind = "image"  # beside audio.watched.SeenVideo's "video": what the image encoder is handed
 
     @property
     def size(self) -> tuple[int, int]:

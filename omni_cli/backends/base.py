@@ -260,9 +260,10 @@ class AudioEncoderModel(Component, Protocol):
 
 
 class ImageEncoderModel(Component, Protocol):
-    """A vision tower: one picture per WorkUnit, encoded whole (an IMAGE step returns ImageRows)."""
+    """A vision tower: one picture or one video per WorkUnit, encoded whole (an IMAGE step returns ImageRows; an
+    input's `kind` says which: "image" or "video")."""
 
-    max_images: int  # the most pictures one request may carry
+    max_images: int  # the most pictures and videos one request may carry
 
     def rows_for(self, width: int, height: int) -> tuple[int, int, int]:
         """The grid (t, h, w) of thinker positions a picture of that size becomes."""
@@ -273,6 +274,12 @@ class ImageEncoderModel(Component, Protocol):
         ...
 
     def step_bytes(self, width: int, height: int) -> int: ...
+
+    def video_rows(self, width: int, height: int, num_frames: int, fps: float) -> int:
+        """Thinker positions a video of `num_frames` frames at `fps` takes (its frames sampled, then grouped)."""
+        ...
+
+    def video_step_bytes(self, width: int, height: int, num_frames: int, fps: float) -> int: ...
 
     # as AudioEncoderModel's, for a picture's rows
     def identity(self) -> dict: ...

@@ -27,20 +27,21 @@ class ThinkerPrompt:
 
 @dataclass(frozen=True)
 class PromptTurn:
-    """One turn of a conversation as the thinker's chat template renders it: its pictures, its heard clips, then
-    its text (the processor's order for image parts, audio parts, a text part)."""
+    """One turn of a conversation as the thinker's chat template renders it: its pictures, its videos, its heard
+    clips, then its text (the processor's order for image, video, audio and text parts)."""
 
     role: str  # user | assistant
     text: str
     num_clips: int = 0
     num_images: int = 0
+    num_videos: int = 0
 
 
 @dataclass
 class ListenPrompt:
     """A conversation around seen images and heard audio: `pieces` of ids with a media slot between each two, in
-    order (`slots`: "image" or "audio"; the k-th audio slot is the conversation's k-th clip, the k-th image slot
-    its k-th picture); a slot's positions are its encoder's rows, each position the placeholder `image_id` or
+    order (`slots`: "image", "video" or "audio"; the k-th audio slot is the conversation's k-th clip, the k-th
+    image or video slot its k-th seen item, pictures and videos counted together); a slot's positions are its encoder's rows, each position the placeholder `image_id` or
     `audio_id`; the last piece ends with the assistant's header. One turn without images: before_ids, the audio,
     after_ids."""
 
@@ -50,6 +51,7 @@ class ListenPrompt:
     image_id: int = -1  # ... of an image position (its row comes from the image encoder)
     pieces: list[list[int]] | None = None  # None: [before_ids, after_ids] around one audio slot (or none)
     slots: list[str] | None = None
+    video_id: int = -1  # ... of a video position (a "video" slot: its rows come from the image encoder too)
 
     def layout(self) -> tuple[list[list[int]], list[str]]:
         """(pieces, slots), len(pieces) == len(slots) + 1."""
@@ -68,8 +70,10 @@ class ImageInput:
 
 @dataclass
 class ImageRows:
-    """An image's rows as the thinker's input, and their grid in thinker positions (t, h, w): t * h * w rows,
-    in row-major order; a thinker with multimodal RoPE places row (i, j, k) at position offsets (i, j, k)."""
+    """An image's (or a video's) rows as the thinker's input, and their grid in thinker positions (t, h, w):
+    t * h * w rows, in row-major order; a thinker with multimodal RoPE places row (i, j, k) at position offsets
+    (i * its time positions for `seconds_per_step` seconds, j, k)."""
 
     rows: Any  # [t * h * w, thinker width] (backend-native array)
     grid: tuple[int, int, int]
+    seconds_per_step: float = 1.0  # a picture's grid steps are one second apart; a video's, its frame groups'

@@ -1,4 +1,5 @@
-"""`omni chat`: one user turn, heard (--audio) and/or written, answered in text on stdout and in speech."""
+"""`omni chat`: one user turn, heard (--audio), seen (--image, --video) and/or written, answered in text on stdout
+and in speech."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from . import options as o
 from .errors import CliError
 from .report import exit_with
 
-HELP = """Answer a turn, spoken (--audio), pictured (--image) and/or written (TEXT), in text and speech.
+HELP = """Answer a turn, spoken (--audio), pictured (--image, --video) and/or written (TEXT), in text and speech.
 
 \b
 --audio FILE: WAV, FLAC or OGG at any rate and channel count (mixed to mono,
@@ -26,6 +27,11 @@ default voice (piper_joe) does not. Output, --json, --trace and the exit
 status are as for `omni speak`; Ctrl-C stops waiting for more audio.
 --image FILE (repeatable): a PNG or JPEG the thinker sees before the audio
 and the text; the card must see (capability see).
+--video FILE (repeatable): a video (MP4, WebM, MKV...: what PyAV decodes)
+the thinker watches after the pictures: its frames sampled at the card's
+rate (the checkpoint's processor: 2 a second unless it says), through the
+same vision encoder. Its audio track is not heard: pass it as --audio.
+Not with --history.
 \b
 --history FILE: the turn continues the conversation in FILE (JSON Lines, one
 turn a line: role, text, and the audio and images of the turn; FILE need
@@ -53,6 +59,8 @@ def chat(
                                                  help="The spoken question: an audio file, or - for a WAV stream on stdin.")] = None,
     image: Annotated[list[str] | None, typer.Option("--image", "-i", metavar="FILE", rich_help_panel=o.REQUEST,
                                                     help="A picture to see (PNG or JPEG); repeat for more.")] = None,
+    video: Annotated[list[str] | None, typer.Option("--video", metavar="FILE", rich_help_panel=o.REQUEST,
+                                                    help="A video to watch (not its sound); repeat for more.")] = None,
     history: Annotated[str | None, typer.Option("--history", metavar="FILE", rich_help_panel=o.REQUEST,
                                                    help="Continue the conversation in FILE (JSON Lines of turns) and "
                                                         "append this turn and its reply.")] = None,
@@ -78,13 +86,13 @@ def chat(
     from .outputs import plan_outputs
     from .session import ModelOptions
 
-    interactive = audio is None and not image and text is None and sys.stdin is not None and sys.stdin.isatty()
-    if not interactive and audio is None and not image and (text is None or not text.strip()):
-        raise CliError("nothing to answer: pass --audio FILE (or - for stdin), --image FILE and/or TEXT")
+    interactive = audio is None and not (image or video) and text is None and sys.stdin is not None and sys.stdin.isatty()
+    if not interactive and audio is None and not (image or video) and (text is None or not text.strip()):
+        raise CliError("nothing to answer: pass --audio FILE (or - for stdin), --image FILE, --video FILE and/or TEXT")
     overrides = o.overrides(set_)
     turns, prior = earlier_turns(history)
-    chat_program = check_senses(card, overrides, bool(image) or any(t.images for t in turns))
-    images = seen(image or [])
+    chat_program = check_senses(card, overrides, bool(image or video) or any(t.images for t in turns))
+    images, videos = seen(image or []), watched(video or [], history)  # refused before anything loads
     plan = plan_outputs(output, None, fmt.value if fmt else None, force, as_json)
     model = ModelOptions(card, program or chat_program, policy.value, {"model_path": model_path, "dtype": dtype,
                                                                  "device": device}, placement, None, 1, overrides)
@@ -95,7 +103,7 @@ def chat(
 
         raise typer.Exit(converse(model, template, plan, history, turns, trace, quiet, allow_truncation))
     source = heard(audio)
-    request = replace(template, audio=source, images=images)
+    request = replace(template, audio=source, images=images, videos=videos)
     job = SpeakJob(text or "", model, request, plan, 1, trace, quiet, False, allow_truncation=allow_truncation,
                    on_stop=None if source is None else source.end)  # Ctrl-C: stop waiting for more audio
     outcome, _, view = run_job(job)
@@ -128,6 +136,18 @@ def seen(paths: list[str]) -> tuple:
         return tuple(read_image(p) for p in paths)
     except ImageInputError as exc:
         raise CliError(f"--image: {exc}") from None
+
+
+def watched(paths: list[str], history: str | None) -> tuple:
+    """The --video files, decoded (PyAV); a bad one is refused in one line before anything loads."""
+    from ..audio.watched import VideoInputError, read_video
+
+    if paths and history is not None:
+        raise CliError("--video with --history: a conversation does not keep videos yet")
+    try:
+        return tuple(read_video(p) for p in paths)
+    except VideoInputError as exc:
+        raise CliError(f"--video: {exc}") from None
 
 
 def heard(audio: str | None):

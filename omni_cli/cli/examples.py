@@ -19,6 +19,7 @@ SPEAK = epilog('omni speak "Hello, world" -o hello.wav',
 CHAT = epilog("omni chat -c qwen2_5_omni_toy --audio question.wav -o answer.wav",
               "arecord -r 16000 -f S16_LE | omni chat -c qwen2_5_omni_toy -a - -o - | aplay",
               'omni chat -c qwen2_5_omni_toy --image photo.png "What is this?" -o seen.wav',
+              'omni chat -c qwen2_5_omni_toy --video clip.mp4 "What happens?" -o w.wav',
               "omni chat -c qwen2_5_omni_toy -a q.wav --history talk.jsonl -o a1.wav",
               'omni chat -c qwen2_5_omni_toy "And then?" --history talk.jsonl -o a2.wav',
               "omni chat -c qwen2_5_omni_toy --history talk.jsonl -o - | aplay   # typed")

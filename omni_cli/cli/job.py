@@ -75,7 +75,7 @@ def _run_on(engine, job: SpeakJob, view_factory) -> tuple[Outcome, Router, RunVi
     from ..spec import clean_text
 
     check_voice(engine, job.request.voice)
-    if job.text is not None and job.request.audio is None and not job.request.images:  # a bad TEXT fails before any file is created
+    if job.text is not None and job.request.audio is None and not (job.request.images or job.request.videos):  # a bad TEXT fails before any file is created
         clean_text(job.text, engine.program.card.limits.max_text_chars)
     view = view_factory(engine) if view_factory else make_view(engine, sys.stderr, quiet=job.quiet,
                                                                verbose=job.verbose)

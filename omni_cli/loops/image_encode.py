@@ -1,4 +1,4 @@
-"""image_encode: the request's pictures through a vision encoder, one WorkUnit per picture."""
+"""image_encode: the request's pictures and videos through a vision encoder, one WorkUnit per picture or video."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from .registry import register_loop_kind
 
 @dataclass
 class ImageEncodeState(LoopState):
-    images: tuple = ()  # SeenImage (audio/seen.py) in the order the thinker reads them
+    images: tuple = ()  # SeenImage (audio/seen.py), SeenVideo (audio/watched.py), in the order the thinker reads them
     num_rows: int = 0
     index: int = 0  # the next picture (WorkUnits run for those not taken from the store)
     reuse: Reuse = field(default_factory=Reuse)  # the request's store of encodings kept across runs
@@ -44,10 +44,12 @@ class SeenRows:
 
 @register_loop_kind
 class ImageEncodeLoop(Loop):
-    """Picture k is WorkUnit k. A picture is one WorkUnit, not one per attention window: Qwen2.5-Omni's vision
-    tower has full-attention layers (`fullatt_block_indexes`) in which every patch sees the whole picture, so a
-    window encoded alone is not the picture's rows for it; each picture attends only to itself, so one encoded
-    alone equals it encoded beside others (tests/hf/test_hf_see.py checks both)."""
+    """A picture (or a video) is one WorkUnit, not one per attention window: Qwen2.5-Omni's vision tower has
+    full-attention layers (`fullatt_block_indexes`) in which every patch sees the whole picture, so a window encoded
+    alone is not the picture's rows for it; each picture attends only to itself, so one encoded alone equals it
+    encoded beside others (tests/hf/test_hf_see.py checks both). A video's frame groups attend only within
+    themselves, so a group could be a WorkUnit, but the thinker places a video's rows as one part of its prompt
+    (tests/hf/test_hf_watch.py)."""
 
     kind = "image_encode"
     work_unit = IMAGE
@@ -70,13 +72,15 @@ class ImageEncodeLoop(Loop):
 
     def footprint(self, state: ImageEncodeState, upstream: OutputBound) -> tuple[Footprint, OutputBound]:
         c = self.component
-        peak = max((c.step_bytes(*image.size) for image in state.images), default=0)
-        return Footprint(peak_step_bytes=peak), OutputBound(len(state.images) * c.max_rows())
+        peak = max((self._step_bytes(item) for item in state.images), default=0)
+        rows = sum(c.video_rows(*item.size, item.num_frames, item.fps) if item.kind == "video" else c.max_rows()
+                   for item in state.images)
+        return Footprint(peak_step_bytes=peak), OutputBound(rows)
 
     def next(self, state: ImageEncodeState) -> WorkPlan | Wait | Done:
         while state.status is not LoopStatus.FINISHED:
             image = state.images[state.index]
-            if state.reuse.store is not None and state.index not in state.reuse.looked:
+            if image.kind == "image" and state.reuse.store is not None and state.index not in state.reuse.looked:
                 state.reuse.looked.add(state.index)
                 kept = state.reuse.look_up(self.component, picture_content(image))
                 if kept is not None:  # seen in an earlier run: its rows again, no WorkUnit
@@ -85,13 +89,19 @@ class ImageEncodeLoop(Loop):
                     self._publish(state, ImageRows(rows, tuple(kept.extra["grid"])))
                     continue
             state.status = LoopStatus.RUNNING
-            return WorkPlan(IMAGE, state.step, (self.loop_id, IMAGE), self.component.step_bytes(*image.size),
+            return WorkPlan(IMAGE, state.step, (self.loop_id, IMAGE), self._step_bytes(image),
                             ImageInput(image, state.index))
         return DONE
 
+    def _step_bytes(self, item: Any) -> int:
+        if item.kind == "video":
+            return self.component.video_step_bytes(*item.size, item.num_frames, item.fps)
+        return self.component.step_bytes(*item.size)
+
     def advance(self, state: ImageEncodeState, plan: WorkPlan, output: ImageRows) -> ImageEncodeState:
         state.step += 1
-        if state.reuse.store is not None:  # kept once the request has ended
+        # kept once the request has ended (a video is not kept: a conversation holds no videos yet)
+        if state.reuse.store is not None and state.images[state.index].kind == "image":
             state.reuse.to_keep.append((state.images[state.index], output))
         self._publish(state, output)
         return state

@@ -113,16 +113,17 @@ def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFe
     leaves out the pictures' slot."""
     text, heard, seen = (*inputs, None) if len(inputs) == 2 else inputs
     request = ctx.request
-    has_audio, num_images = request.audio is not None, len(request.images)
+    has_audio, num_images, num_videos = request.audio is not None, len(request.images), len(request.videos)
     if ctx.mode == "echo":  # speak the text as it is (a server on this program also answers /v1/audio/speech)
-        if has_audio or num_images or request.history:
-            needs = "heard audio and seen images need" if has_audio or num_images else "a conversation's history needs"
+        if has_audio or num_images or num_videos or request.history:
+            needs = "heard audio and seen images need" if has_audio or num_images or num_videos \
+                else "a conversation's history needs"
             raise SpecError([SpecIssue("<request>", None, "mode", f"echo speaks the text: {needs} chat mode")])
         return tokenize(ctx, [text], mode)
-    if text.strip() or not (has_audio or num_images):  # a spoken or pictured question may come without text
+    if text.strip() or not (has_audio or num_images or num_videos):  # a question may come as media alone
         text = clean_text(text, ctx.card.limits.max_text_chars)
     turns = [PromptTurn(t.role, t.text.strip(), len(t.audio), len(t.images)) for t in request.history]
-    turns.append(PromptTurn("user", text.strip(), int(has_audio), num_images))
+    turns.append(PromptTurn("user", text.strip(), int(has_audio), num_images, num_videos))
     try:
         prompt = ctx.roles["thinker"].chat_prompt(turns)
     except ValueError as exc:
@@ -130,8 +131,9 @@ def tokenize_turn(ctx: RequestContext, inputs: list[Any], mode: str) -> ListenFe
     encoder, eyes = ctx.roles["audio_encoder"], ctx.roles.get("image_encoder")
     clips, images = request_clips(request), request_images(request)
     rows = sum(_rows_bound(encoder, clip) for clip in clips)
+    seen_rows = sum(_seen_rows_bound(eyes, item) for item in images) if eyes is not None else 0
     return ListenFeed(prompt, heard if clips else None, mode, rows, request.max_tokens, seen if images else None,
-                      eyes.max_rows() if eyes is not None else 0)
+                      seen_rows)
 
 
 def request_clips(request: SpeakRequest) -> tuple:
@@ -141,8 +143,16 @@ def request_clips(request: SpeakRequest) -> tuple:
 
 
 def request_images(request: SpeakRequest) -> tuple:
-    """Every picture a chat request sees, in prompt order: its earlier turns' pictures, then its own."""
-    return (*(image for turn in request.history for image in turn.images), *request.images)
+    """Every picture and video a chat request sees, in prompt order: its earlier turns' pictures, then its own
+    pictures, then its videos."""
+    return (*(image for turn in request.history for image in turn.images), *request.images, *request.videos)
+
+
+def _seen_rows_bound(eyes: Any, item: Any) -> int:
+    """The thinker positions a picture (at most the largest picture's) or a video (exactly) takes."""
+    if item.kind == "video":
+        return eyes.video_rows(*item.size, item.num_frames, item.fps)
+    return eyes.max_rows()
 
 
 def _rows_bound(encoder: Any, clip: Any) -> int:

@@ -35,6 +35,7 @@ class SpeakRequest:
     instructions: str | None = None  # how to speak, for a thinker that takes them (Qwen: joins its system prompt)
     audio: Any = None  # heard speech (an audio.AudioSource, possibly still arriving), for a program that listens
     images: tuple = ()  # seen pictures (audio.seen.SeenImage, in order), for a program that sees
+    videos: tuple = ()  # watched videos (audio.watched.SeenVideo, in order, after the pictures), likewise
     history: tuple[PriorTurn, ...] = ()  # the conversation before this turn (a chat program renders it first)
     # where whole clips' and pictures' encodings are kept across runs (an omni_cli.encoded.EncodedStore), so a
     # conversation's later runs do not encode its earlier turns again; None: kept only within this process
@@ -63,6 +64,8 @@ class SpeakRequest:
             problems.append(("instructions", f"expected a string or None, got {type(self.instructions).__name__}"))
         if not isinstance(self.images, tuple):
             problems.append(("images", f"expected a tuple of images, got {type(self.images).__name__}"))
+        if not isinstance(self.videos, tuple):
+            problems.append(("videos", f"expected a tuple of videos, got {type(self.videos).__name__}"))
         if not isinstance(self.history, tuple) or not all(_is_turn(t) for t in self.history):
             problems.append(("history", "expected a tuple of PriorTurn (user turns may hold audio and images), "
                                         f"got {self.history!r:.80}"))

@@ -1,5 +1,6 @@
-"""Qwen2.5-Omni's vision tower as an input loop's component: one picture per WorkUnit, through the checkpoint's
-image processor (Qwen2VLImageProcessor's settings in preprocessor_config.json: resize, normalise, patches).
+"""Qwen2.5-Omni's vision tower as an input loop's component: one picture (or one video) per WorkUnit, through the
+checkpoint's image processor (Qwen2VLImageProcessor's settings in preprocessor_config.json: resize, normalise,
+patches; a video through watch.py's video half).
 
 A picture is not split into its attention windows: the tower's `fullatt_block_indexes` layers attend over every
 patch of the picture, so a window encoded alone differs from the whole picture's rows for it. Pictures do not
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from omni_cli.backends.base import IMAGE, ImageEncoderModel, ImageInput, ImageRows
@@ -19,6 +21,7 @@ from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.listener import FEATURE_FILE, ListenerUnavailable
 from omni_cli.backends.hf.loading import Loaded
 from omni_cli.backends.hf.threads import Threads, choose_threads, with_threads
+from omni_cli.backends.hf.watch import frame_size, sampled, video_patches, video_settings
 
 # what seeing needs from preprocessor_config.json (the processor's image half), and what it may say besides
 NEEDED = ("patch_size", "merge_size", "temporal_patch_size", "min_pixels", "max_pixels", "image_mean", "image_std")
@@ -53,6 +56,7 @@ class HFImageEncoder(ImageEncoderModel):
         self.factor = int(tower.patch_size) * self.merge  # a side's pixels are a multiple of this
         self.min_pixels, self.max_pixels = int(settings["min_pixels"]), int(settings["max_pixels"])
         self.max_images = MAX_IMAGES
+        self.video = video_settings(Path(model_path).expanduser(), settings)
         self.model_path, self.settings, self._identity = model_path, settings, None
 
     # resources
@@ -74,6 +78,23 @@ class HFImageEncoder(ImageEncoderModel):
         width_ = int(self.tower.config.hidden_size)
         return 4 * (3 * width * height + patches * (3 * 2 * 14 * 14 + 8 * width_)) + 4 * patches * patches
 
+    def video_grid(self, width: int, height: int, num_frames: int, fps: float) -> tuple[int, int, int]:
+        """The grid (t, h, w) of thinker positions a video becomes: its sampled frames in temporal patches."""
+        s = self.video
+        h, w = frame_size(width, height, s)
+        frames = len(sampled(num_frames, fps, s))
+        return -(-frames // s.temporal_patch), h // self.factor, w // self.factor
+
+    def video_rows(self, width: int, height: int, num_frames: int, fps: float) -> int:
+        return int(np.prod(self.video_grid(width, height, num_frames, fps)))
+
+    def video_step_bytes(self, width: int, height: int, num_frames: int, fps: float) -> int:
+        t, h, w = self.video_grid(width, height, num_frames, fps)
+        patches = h * w * self.merge * self.merge  # a temporal group attends only within itself
+        width_ = int(self.tower.config.hidden_size)
+        per_group = patches * (3 * self.video.temporal_patch * 14 * 14 + 8 * width_) + patches * patches
+        return 4 * (3 * width * height * num_frames + t * per_group)
+
     # rows kept across runs
     def identity(self) -> dict:
         if self._identity is None:
@@ -92,7 +113,16 @@ class HFImageEncoder(ImageEncoderModel):
     def run(self, kind: str, inputs: list[ImageInput]) -> list[ImageRows]:
         if kind != IMAGE:
             raise ValueError(f"the image encoder runs image WorkUnits, not {kind!r}")
-        return [self.encode(i.image.pixels) for i in inputs]
+        return [self.watch(i.image) if i.image.kind == "video" else self.encode(i.image.pixels) for i in inputs]
+
+    def watch(self, video) -> ImageRows:
+        """A video (audio.watched.SeenVideo): its sampled frames through the video processor's arithmetic, then
+        the tower; the grid's time steps are `temporal_patch_size / fps` seconds apart."""
+        s = self.video
+        patches, grid = video_patches(video.frames[sampled(video.num_frames, video.fps, s)], s)
+        rows = self.tower(patches.to(self.device, self.dtype), grid_thw=torch.tensor([grid], device=self.device))
+        t, h, w = grid
+        return ImageRows(rows.pooler_output, (t, h // self.merge, w // self.merge), s.seconds_per_step)
 
     def encode(self, pixels) -> ImageRows:
         batch = self.processor(images=[pixels], return_tensors="pt")

@@ -183,7 +183,8 @@ class HFThinker(ThinkerModel):
             rows = inp.prefill.rows if isinstance(inp.prefill, ImageRows) else inp.prefill
             embeds = rows.to(self.device, self.dtype)[None]
         if isinstance(inp.prefill, ImageRows):
-            mrope = grid_positions(inp.prefill.grid, first, self.seconds_position).to(self.device)
+            mrope = grid_positions(inp.prefill.grid, first, self.seconds_position,
+                                   inp.prefill.seconds_per_step).to(self.device)
         else:
             mrope = torch.arange(first, first + n, device=self.device).view(1, -1).expand(3, -1)
         text = torch.arange(start, start + n, device=self.device).view(1, -1)
@@ -200,11 +201,14 @@ class HFThinker(ThinkerModel):
                             extra=torch.cat(cache.prompt_mrope, dim=1))
 
 
-def grid_positions(grid: tuple[int, int, int], first: int, seconds_position: int) -> torch.Tensor:
-    """[3, t * h * w] positions of a picture's rows in row-major (t, h, w) order, from `first`: time steps
-    `seconds_position` apart (one per grid step, as get_rope_index places an image), rows and columns one apart."""
+def grid_positions(grid: tuple[int, int, int], first: int, seconds_position: int,
+                   seconds_per_step: float = 1.0) -> torch.Tensor:
+    """[3, t * h * w] positions of a picture's or video's rows in row-major (t, h, w) order, from `first`: grid step
+    i at time position int(i * seconds_per_step * seconds_position) (get_rope_index's float32 arithmetic: a
+    picture's steps are a second apart, a video's its frame groups' seconds), rows and columns one apart."""
     t, h, w = grid
-    ts = (torch.arange(t) * seconds_position).view(-1, 1, 1).expand(t, h, w)
+    step = torch.tensor(seconds_per_step, dtype=torch.float32)
+    ts = (torch.arange(t) * step * seconds_position).long().view(-1, 1, 1).expand(t, h, w)
     hs = torch.arange(h).view(1, -1, 1).expand(t, h, w)
     ws = torch.arange(w).view(1, 1, -1).expand(t, h, w)
     return torch.stack([ts.flatten(), hs.flatten(), ws.flatten()]) + first

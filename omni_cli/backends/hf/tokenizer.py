@@ -10,6 +10,7 @@ from omni_cli.backends.base import ListenPrompt, PromptTurn, ThinkerPrompt
 
 AUDIO_TOKENS = ("<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>")  # Qwen2.5-Omni's processor: bos, N x AUDIO, eos
 IMAGE_TOKENS = ("<|vision_bos|>", "<|IMAGE|>", "<|vision_eos|>")  # ... and bos, N x IMAGE, eos for a picture
+VIDEO_TOKENS = ("<|vision_bos|>", "<|VIDEO|>", "<|vision_eos|>")  # ... and bos, N x VIDEO, eos for a video
 
 CHAT = "chat"
 ECHO = "echo"
@@ -47,20 +48,23 @@ class PromptBuilder:
         raise ValueError(f"unknown prompt mode {mode!r} (chat | echo)")
 
     def conversation(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
-        """The chat template's rendering of `turns` (a user turn's pictures, then its clips, then its text, the
-        processor's order for image, audio and text parts; assistant turns as their text), then the assistant's
-        header: the ids around each picture's <|IMAGE|> and each clip's <|AUDIO|> positions."""
+        """The chat template's rendering of `turns` (a user turn's pictures, videos, clips, then its text, the
+        processor's order for image, video, audio and text parts; assistant turns as their text), then the
+        assistant's header: the ids around each picture's <|IMAGE|>, each video's <|VIDEO|> and each clip's
+        <|AUDIO|> positions."""
         wanted = [(self.audio_tokens, "take audio", sum(t.num_clips for t in turns)),
-                  (IMAGE_TOKENS, "see", sum(t.num_images for t in turns))]
-        audio_id, image_id = (self.require(tokens, what)[1] if n else -1 for tokens, what, n in wanted)
-        markers = {self.audio_tokens[1]: "audio", IMAGE_TOKENS[1]: "image"}
+                  (IMAGE_TOKENS, "see", sum(t.num_images for t in turns)),
+                  (VIDEO_TOKENS, "watch video", sum(t.num_videos for t in turns))]
+        audio_id, image_id, video_id = (self.require(tokens, what)[1] if n else -1 for tokens, what, n in wanted)
+        markers = {self.audio_tokens[1]: "audio", IMAGE_TOKENS[1]: "image", VIDEO_TOKENS[1]: "video"}
         if any(m in t.text for t in turns for m in markers):
-            raise ValueError("a turn's text holds <|AUDIO|> or <|IMAGE|>, a placeholder of heard or seen input")
+            raise ValueError("a turn's text holds <|AUDIO|>, <|IMAGE|> or <|VIDEO|>, a placeholder of heard or seen "
+                             "input")
         pattern = "(" + "|".join(re.escape(m) for m in markers) + ")"
         split = re.split(pattern, self._chat_text(turns))
         pieces = [self._plain_ids(p, allow_special=True) for p in split[::2]]
         slots = [markers[m] for m in split[1::2]]
-        return ListenPrompt(pieces[0], pieces[-1] if slots else [], audio_id, image_id, pieces, slots)
+        return ListenPrompt(pieces[0], pieces[-1] if slots else [], audio_id, image_id, pieces, slots, video_id)
 
     def require(self, tokens: tuple[str, ...], what: str) -> list[int]:
         """The ids of `tokens`; a tokenizer without one of them is refused in one line naming them."""
@@ -82,9 +86,9 @@ class PromptBuilder:
         return self._plain_ids(self._chat_text([PromptTurn("user", user_text)], system), allow_special=True)
 
     def _chat_text(self, turns: Sequence[PromptTurn], system: str | None = None) -> str:
-        clip, picture = "".join(self.audio_tokens), "".join(IMAGE_TOKENS)
-        body = "".join(f"<|im_start|>{t.role}\n{picture * t.num_images}{clip * t.num_clips}{t.text}<|im_end|>\n"
-                       for t in turns)
+        clip, picture, video = "".join(self.audio_tokens), "".join(IMAGE_TOKENS), "".join(VIDEO_TOKENS)
+        body = "".join(f"<|im_start|>{t.role}\n{picture * t.num_images}{video * t.num_videos}{clip * t.num_clips}"
+                       f"{t.text}<|im_end|>\n" for t in turns)
         return f"<|im_start|>system\n{system or self.system_prompt}<|im_end|>\n{body}<|im_start|>assistant\n"
 
     def _plain_ids(self, text: str, allow_special: bool = False) -> list[int]:

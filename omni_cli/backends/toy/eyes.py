@@ -1,9 +1,11 @@
-"""The numpy image encoder: a picture scaled to a grid of patches, a small transformer over them all."""
+"""The numpy image encoder: a picture scaled to a grid of patches, a small transformer over them all; a video as
+its sampled frames, each group of `temporal_patch` averaged and seen as a picture."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...audio.watched import sample_indices
 from ..base import IMAGE, ImageEncoderModel, ImageInput, ImageRows
 from .nn import WeightSource, linear, rms_norm, silu, softmax, weights_identity
 from .params import ImageEncoderParams
@@ -20,6 +22,7 @@ class NumpyImageEncoder(ImageEncoderModel):
         self.name = name
         self.patch_size, self.max_grid = params.patch_size, params.max_grid
         self.max_images = params.max_images
+        self.fps, self.temporal_patch, self.max_frames = params.fps, params.temporal_patch, params.max_frames
         self.d_model, self.num_heads = params.d_model, params.num_heads
         ws = WeightSource(seed, 7)
         d = params.d_model
@@ -68,11 +71,34 @@ class NumpyImageEncoder(ImageEncoderModel):
         n = h * w
         return 4 * (width * height * 3 + n * 3 * self.patch_size ** 2 + 6 * n * self.d_model + self.num_heads * n * n)
 
+    def sampled(self, num_frames: int, fps: float) -> list[int]:
+        tp = self.temporal_patch
+        return sample_indices(num_frames, fps, self.fps, tp, tp, self.max_frames) or list(range(num_frames))
+
+    def video_rows(self, width: int, height: int, num_frames: int, fps: float) -> int:
+        _, h, w = self.rows_for(width, height)
+        return -(-len(self.sampled(num_frames, fps)) // self.temporal_patch) * h * w
+
+    def video_step_bytes(self, width: int, height: int, num_frames: int, fps: float) -> int:
+        groups = -(-len(self.sampled(num_frames, fps)) // self.temporal_patch)
+        return 4 * width * height * 3 * num_frames + groups * self.step_bytes(width, height)
+
     # work
     def run(self, kind: str, inputs: list[ImageInput]) -> list[ImageRows]:
         if kind != IMAGE:
             raise ValueError(f"image encoder cannot run {kind!r}")
-        return [self.encode(i.image.pixels) for i in inputs]
+        return [self.watch(i.image) if i.image.kind == "video" else self.encode(i.image.pixels) for i in inputs]
+
+    def watch(self, video) -> ImageRows:
+        """Each group of `temporal_patch` sampled frames (the last one repeated to fill it) averaged and encoded as
+        a picture; the groups' rows one after another, grid (groups, h, w)."""
+        frames = video.frames[self.sampled(video.num_frames, video.fps)]
+        if pad := -len(frames) % self.temporal_patch:
+            frames = np.concatenate([frames, np.repeat(frames[-1:], pad, axis=0)])
+        groups = frames.reshape(-1, self.temporal_patch, *frames.shape[1:]).astype(np.float32).mean(axis=1)
+        encoded = [self.encode(np.rint(g).astype(np.uint8)) for g in groups]
+        _, h, w = encoded[0].grid
+        return ImageRows(np.concatenate([e.rows for e in encoded]), (len(encoded), h, w), self.temporal_patch / self.fps)
 
     def encode(self, pixels: np.ndarray) -> ImageRows:
         height, width = pixels.shape[:2]

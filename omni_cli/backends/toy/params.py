@@ -76,7 +76,10 @@ class ImageEncoderParams(ParamsSchema):
     d_model: int = bounded(32, min=8, max=1024)
     num_layers: int = bounded(1, min=1, max=16)
     num_heads: int = bounded(2, min=1, max=32)
-    max_images: int = bounded(8, min=1, max=64, doc="the most pictures one request may carry")
+    max_images: int = bounded(8, min=1, max=64, doc="the most pictures and videos one request may carry")
+    fps: float = bounded(2.0, min=0.1, max=60.0, doc="a video's frames sampled a second")
+    temporal_patch: int = bounded(2, min=1, max=8, doc="sampled frames per video grid step (averaged)")
+    max_frames: int = bounded(32, min=1, max=1024, doc="the most frames sampled from one video")
 
     def problems(self) -> list[tuple[str, str]]:
         return _head_problems(self.d_model, self.num_heads)

@@ -54,7 +54,7 @@ class NumpyThinker(ThinkerModel):
         return ThinkerPrompt([BOS, CHAT, *data, SPEAK], None)
 
     def chat_prompt(self, turns: Sequence[PromptTurn]) -> ListenPrompt:
-        """BOS, then per user turn CHAT, each picture as VISION_BOS rows VISION_EOS, each clip as AUDIO_BOS rows
+        """BOS, then per user turn CHAT, each picture (then video) as VISION_BOS rows VISION_EOS, each clip as AUDIO_BOS rows
         AUDIO_EOS, its text bytes; per assistant turn SPEAK, its text bytes, EOS; then SPEAK, where the reply
         begins."""
         pieces: list[list[int]] = []
@@ -66,14 +66,16 @@ class NumpyThinker(ThinkerModel):
                 ids += [SPEAK, *data, EOS]
                 continue
             ids.append(CHAT)
-            media = [("image", VISION_BOS, VISION_EOS)] * turn.num_images
+            media = [("image", VISION_BOS, VISION_EOS)] * turn.num_images + \
+                [("video", VISION_BOS, VISION_EOS)] * turn.num_videos
             for slot, opens, closes in media + [("audio", AUDIO_BOS, AUDIO_EOS)] * turn.num_clips:
                 pieces.append([*ids, opens])
                 slots.append(slot)
                 ids = [closes]
             ids += data
         pieces.append([*ids, SPEAK])
-        return ListenPrompt(pieces[0], pieces[-1] if slots else [], AUDIO, IMAGE, pieces, slots)
+        # a video's positions hold the picture placeholder too: the toy has no token of its own for them
+        return ListenPrompt(pieces[0], pieces[-1] if slots else [], AUDIO, IMAGE, pieces, slots, IMAGE)
 
     def decode_text(self, token_ids: list[int]) -> str:
         return bytes([t for t in token_ids if t < 256]).decode("utf-8", errors="replace")  # a list: faster than a generator

@@ -44,10 +44,14 @@ class VocoderParams(ComponentParams):
     bigvgan_overlap_frames: int = bounded(
         40, min=0, max=4096, doc="mel frames BigVGAN re-reads from the previous chunk; half trimmed on each inner edge"
     )
-    bigvgan_seam: Literal["held", "lookahead"] = bounded(
+    bigvgan_seam: Literal["held", "lookahead", "stream"] = bounded(
         "held", doc="where a chunk's samples end: held back half the overlap until the next chunk's mel comes "
         "(BigVGAN's samples over the kept mel), or at the chunk's last kept frame, BigVGAN reading half the "
-        "overlap past it from the DiT window's look-ahead mel (each chunk's audio half the overlap sooner)")
+        "overlap past it from the DiT window's look-ahead mel (each chunk's audio half the overlap sooner); "
+        "or stream: BigVGAN's layers carry their context from chunk to chunk, so each mel frame is decoded once "
+        "(no overlap) and the samples are one whole-utterance forward's to float rounding, each chunk's ending "
+        "BigVGAN's look-ahead (about 34 mel frames) before its last code, the last chunk flushing the rest "
+        "(backends/hf/bigvgan_stream.py)")
     bigvgan_batch_frames: int = bounded(
         640, min=1, max=1 << 20, doc="most mel frames each row thread gets in one batched BigVGAN call (rows shared "
         "out evenly over as few calls as keep to it): a few rows a thread pay each operation's fixed cost once, "

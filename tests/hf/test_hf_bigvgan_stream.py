@@ -140,3 +140,32 @@ def test_the_stream_runs_the_activations_compiled_ahead_of_time(tiny_checkpoint)
     pieces = _chunked(vocoder.stream, mel, (24, 16, 24, 48))
     assert snr_db(whole, np.concatenate(pieces)) > STREAM_SNR_DB
     assert snr_db(eager, np.concatenate(pieces)) > STREAM_SNR_DB
+
+
+CARD_SIZES = (12, 16, 24, 48, 96)  # the shipped card's schedule: its first chunks end within the look-ahead
+
+
+def test_first_chunks_within_the_look_ahead_are_made_as_lookahead_makes_them(vocoders):
+    """bigvgan_stream_fill: the first audio as early as lookahead's (the same samples), then the stream from
+    frame 0, its samples from the first one not sent."""
+    codes = random_codes(200, seed=4)
+    states = {seam: vocoders[seam].new_state("Ethan", seed=9) for seam in vocoders}
+    pieces = {seam: _streamed(vocoders[seam], codes, CARD_SIZES, state=states[seam]) for seam in vocoders}
+    assert all(np.array_equal(a, b) for a, b in zip(pieces["stream"][:2], pieces["lookahead"][:2], strict=True))
+    delay = vocoders["stream"].stream_delay
+    assert abs(len(pieces["stream"][2]) / 240 - (104 - delay - 56)) < 1  # the stream from frame 56 on
+    assert sum(len(p) for p in pieces["stream"]) == 200 * 480
+    whole = vocoders["stream"].synthesize(codes, "Ethan", seed=9)
+    assert snr_db(whole, np.concatenate(pieces["stream"])) > MIN_SNR_DB
+    assert states["stream"].bigvgan_frames == 400 + (24 + 16) + (16 + 32 + 16)  # the two fills' calls, then once
+
+
+def test_without_fill_every_frame_is_decoded_once_and_the_first_audio_waits(tiny_checkpoint):
+    vocoder = _vocoder(tiny_checkpoint, "stream", bigvgan_ahead_of_time=False, bigvgan_stream_fill=False)
+    codes = random_codes(200, seed=4)
+    state = vocoder.new_state("Ethan", seed=9)
+    pieces = _streamed(vocoder, codes, CARD_SIZES, state=state)
+    assert len(pieces[0]) == 0 and abs(len(pieces[1]) / 240 - (56 - vocoder.stream_delay)) < 1
+    assert state.bigvgan_frames == 400 and vocoder.seam_frames == 0  # no look-ahead mel read
+    whole = vocoder.synthesize(codes, "Ethan", seed=9)
+    assert snr_db(whole, np.concatenate(pieces)) > MIN_SNR_DB

@@ -211,6 +211,29 @@ def split(slots: list[Slot], rows: int) -> list[list[Slot]]:
     return [[Slot(None if s.buf is None else s.buf[row:row + 1], s.fresh) for s in slots] for row in range(rows)]
 
 
+def look_ahead(stream: BigVGANStream) -> float:
+    """Mel frames the last final sample lags the last mel frame pushed, from the layers' reaches (at most a
+    sample off `delay_frames`'s count)."""
+    frames, rate = 0.0, 1
+
+    def reach(layer: Any) -> float:
+        if isinstance(layer, _Conv):
+            return layer.reach
+        if isinstance(layer, _Act):
+            return ACT_REACH
+        if isinstance(layer, _Residual):
+            return sum(reach(inner) for inner in layer.layers)
+        return max(sum(reach(step) for step in block) for block in layer.blocks)
+
+    for layer in stream.layers:
+        if isinstance(layer, _Up):
+            frames += layer.pad / layer.stride / rate
+            rate *= layer.stride
+        else:
+            frames += reach(layer) / rate
+    return frames
+
+
 def delay_frames(stream: BigVGANStream, mel_dim: int, probe: int = 200) -> float:
     """Mel frames a chunk's last samples lag its last frame (the layers' look-ahead), measured on zeros."""
     mel = torch.zeros(1, mel_dim, probe, dtype=stream._dtype(), device=stream._device())

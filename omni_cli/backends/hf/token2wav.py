@@ -36,7 +36,6 @@ from omni_cli.backends.base import (
 )
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN
-from omni_cli.backends.hf.bigvgan_stream import BigVGANStream
 from omni_cli.backends.hf.dit import ODESettings, TimeModulation, sample_window, speaker_features
 from omni_cli.backends.hf.loading import Loaded, Voice
 from omni_cli.backends.hf.onednn import ConvCosts
@@ -46,6 +45,7 @@ from omni_cli.backends.hf.threads import Threads, choose_threads, intra_op_threa
 from omni_cli.backends.hf.token2wav_bytes import VocoderBytes
 from omni_cli.backends.hf.token2wav_compiled import compile_bigvgan, compile_dit
 from omni_cli.backends.hf.token2wav_state import NOISE_GROWTH_FRAMES, VocoderState, Window, bigvgan_calls
+from omni_cli.backends.hf.token2wav_stream import attach as attach_stream
 from omni_cli.backends.hf.token2wav_stream import finish as stream_finish
 
 __all__ = ["NOISE_GROWTH_FRAMES", "HFVocoder", "VocoderState", "bigvgan_calls"]
@@ -78,7 +78,8 @@ class HFVocoder(VocoderBytes, VocoderModel):
         self.future_frames = params.chunk_future_frames
         self.overlap_frames = params.bigvgan_overlap_frames
         # look-ahead mel frames BigVGAN reads past a chunk's end, and kept frames carried to the next chunk
-        self.seam_frames = self.overlap_frames // 2 if params.bigvgan_seam == "lookahead" else 0
+        ahead = params.bigvgan_seam == "lookahead" or params.bigvgan_seam == "stream" and params.bigvgan_stream_fill
+        self.seam_frames = self.overlap_frames // 2 if ahead else 0
         self.tail_frames = 0 if params.bigvgan_seam == "stream" else self.overlap_frames - self.seam_frames
         self.bigvgan_batch_frames = params.bigvgan_batch_frames
         # a batch's rows over Python threads
@@ -95,9 +96,7 @@ class HFVocoder(VocoderBytes, VocoderModel):
         # the parts compiled ahead of time or by torch.compile, as the params ask (None: eager)
         self.ahead_failed: dict[str, str] = {}  # part -> why it could not be built (it then runs eager)
         self.bigvgan_ahead = compile_bigvgan(self, params, on_load)
-        # stream: BigVGAN's layers carry their context from chunk to chunk (token2wav_stream.py), after the
-        # activations are in place (compiled or eager)
-        self.stream = BigVGANStream(self.vocode) if params.bigvgan_seam == "stream" else None
+        attach_stream(self, params)  # stream: BigVGAN's layers carry their context chunk to chunk (token2wav_stream.py)
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
         self.ahead, self.compiled = compile_dit(self, params, on_load)

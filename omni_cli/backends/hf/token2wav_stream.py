@@ -20,35 +20,73 @@ from omni_cli.backends.hf import bigvgan_stream
 from omni_cli.backends.hf.token2wav_state import bigvgan_calls
 
 
+def attach(vocoder: Any, params: Any) -> None:
+    """The vocoder's stream (`bigvgan_seam: stream`; None otherwise), over its activations as they are now
+    (compiled or eager), with its look-ahead in mel frames and whether the first chunks are filled."""
+    vocoder.stream = bigvgan_stream.BigVGANStream(vocoder.vocode) if params.bigvgan_seam == "stream" else None
+    vocoder.stream_fill = params.bigvgan_stream_fill
+    vocoder.stream_delay = 0.0 if vocoder.stream is None else bigvgan_stream.look_ahead(vocoder.stream)
+
+
 def finish(vocoder: Any, inputs: list, windows: list, kept: list) -> list[np.ndarray]:
     """`HFVocoder._finish` for the stream: each chunk's final samples; states move on only once all ran."""
     plans, later = zip(*(vocoder._bigvgan_plan(inp, window, mel) for inp, window, mel
                          in zip(inputs, windows, kept, strict=True)), strict=True)
     stream: bigvgan_stream.BigVGANStream = vocoder.stream
+    split = [_split(vocoder, inp, plan) for inp, plan in zip(inputs, plans, strict=True)]
+    fills = [_fills(vocoder, inp, plan) for inp, plan in zip(inputs, plans, strict=True)]
     slots = [inp.state.bigvgan_slots or stream.start() for inp in inputs]
-    mels = [_mel(vocoder, plan[0]) for plan in plans]
-    groups: dict[tuple, list[int]] = {}
-    for i, plan in enumerate(plans):
-        groups.setdefault((mels[i].shape[2], plan[4], bigvgan_stream.key(slots[i])), []).append(i)
     results: list[Any] = [None] * len(inputs)
+    groups: dict[tuple, list[int]] = {}
+    for i, (plan, (mel, _)) in enumerate(zip(plans, split, strict=True)):
+        if fills[i]:
+            results[i] = _fill(vocoder, inputs[i], plan, split[i])
+        else:
+            groups.setdefault((mel.shape[2], plan[4], bigvgan_stream.key(slots[i])), []).append(i)
     for (frames, final, _), members in groups.items():
         for first, stop in bigvgan_calls(len(members), max(1, frames), vocoder.bigvgan_batch_frames, vocoder.rows.count):
             rows = members[first:stop]
             parts = vocoder.rows.parts("bigvgan", len(rows), max(1, frames))
-            made = vocoder.rows.map(partial(_push, stream, [slots[i] for i in rows], [mels[i] for i in rows], final),
-                                    parts)
+            made = vocoder.rows.map(partial(_push, stream, [slots[i] for i in rows], [split[i][0] for i in rows],
+                                            final), parts)
             for (a, b), (wave, new) in zip(parts, made, strict=True):
                 vocoder.convs.ran(b - a, frames, vocoder.threads.count)
                 for row, (samples, row_slots) in enumerate(zip(wave, new, strict=True)):
-                    results[rows[a + row]] = (samples, row_slots)
+                    results[rows[a + row]] = (samples, row_slots, frames)
     return [_advance(vocoder, inp, plan, result, more) for inp, plan, result, more
             in zip(inputs, plans, results, later, strict=True)]
 
 
-def _mel(vocoder: Any, mel_in: torch.Tensor | None) -> torch.Tensor:
-    if mel_in is not None:
-        return mel_in
-    return torch.zeros(1, vocoder.mel_dim, 0, device=vocoder.device)
+def _split(vocoder: Any, inp: Any, plan: tuple) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(the kept mel not yet pushed, any the fills held first, as `_bigvgan_plan` joins them; the look-ahead
+    mel after it)."""
+    mel_in, read_to = plan[0], plan[3]
+    ahead = read_to - inp.end * vocoder.repeats
+    if mel_in is None:
+        mine, after = torch.zeros(1, vocoder.mel_dim, 0, device=vocoder.device), None
+    else:
+        mine, after = mel_in[:, :, :mel_in.shape[2] - ahead], mel_in[:, :, mel_in.shape[2] - ahead:]
+    return mine, after
+
+
+def _fills(vocoder: Any, inp: Any, plan: tuple) -> bool:
+    """Whether the chunk is made as `lookahead` makes it: `bigvgan_stream_fill`, the stream not started and
+    its samples for this chunk not reaching past the audio already sent (an utterance's first chunks)."""
+    state, is_last = inp.state, plan[4]
+    return (vocoder.stream_fill and not is_last and state.bigvgan_slots is None and plan[0] is not None
+            and inp.end * vocoder.repeats - vocoder.stream_delay <= state.sent_samples / vocoder.hop)
+
+
+def _fill(vocoder: Any, inp: Any, plan: tuple, split: tuple) -> tuple:
+    """One call over the held kept mel from half the overlap before the audio sent, the chunk's and its
+    look-ahead: the samples of the chunk's frames not yet sent (none of the stream's)."""
+    held, after = split
+    sent, stop, half = inp.state.sent_samples // vocoder.hop, inp.end * vocoder.repeats, vocoder.overlap_frames // 2
+    lo = max(0, sent - half)  # the held mel starts at frame 0: the stream has not started
+    mel = torch.cat([held[:, :, lo:], after], dim=2)
+    wave = vocoder.vocode(mel).reshape(-1).float().cpu().numpy()
+    vocoder.convs.ran(1, mel.shape[2], vocoder.threads.count)
+    return wave[(sent - lo) * vocoder.hop:(stop - lo) * vocoder.hop], None, mel.shape[2]
 
 
 def _push(stream: bigvgan_stream.BigVGANStream, slots: list, mels: list, final: bool, start: int, stop: int
@@ -61,14 +99,20 @@ def _push(stream: bigvgan_stream.BigVGANStream, slots: list, mels: list, final: 
 
 
 def _advance(vocoder: Any, inp: Any, plan: tuple, result: tuple, later: tuple) -> np.ndarray:
-    samples, slots = result
-    state = inp.state
-    mel_in, is_last = plan[0], plan[4]
-    state.bigvgan_slots = None if is_last else slots
-    state.bigvgan_frames += 0 if mel_in is None else mel_in.shape[2]
-    state.emitted_frames = inp.end * vocoder.repeats if is_last else state.emitted_frames
+    samples, slots, frames = result
+    state, stop, is_last = inp.state, inp.end * vocoder.repeats, plan[4]
+    state.bigvgan_frames += frames
+    if slots is None:  # filled: every kept frame is held for the stream, which has not started
+        held, _ = _split(vocoder, inp, plan)
+        state.mel_tail, state.sent_samples = held, stop * vocoder.hop
+    else:  # the stream's samples from the first not yet sent (it starts behind what the fills sent)
+        skip = max(0, state.sent_samples - state.stream_samples)
+        state.stream_samples += len(samples)
+        samples = samples[skip:]
+        state.sent_samples = max(state.sent_samples, state.stream_samples)
+        state.mel_tail = None
+        state.bigvgan_slots = None if is_last else slots
     state.later_mel, state.later_from, state.later_to = later
-    state.mel_tail = None
     state.next_code = inp.end
     state.is_finished = is_last
     return np.ascontiguousarray(samples, dtype=np.float32)

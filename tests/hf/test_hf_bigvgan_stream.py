@@ -169,3 +169,23 @@ def test_without_fill_every_frame_is_decoded_once_and_the_first_audio_waits(tiny
     assert state.bigvgan_frames == 400 and vocoder.seam_frames == 0  # no look-ahead mel read
     whole = vocoder.synthesize(codes, "Ethan", seed=9)
     assert snr_db(whole, np.concatenate(pieces)) > MIN_SNR_DB
+
+
+@pytest.mark.slow
+def test_at_the_released_width_the_stream_gives_one_forwards_samples_to_float_rounding():
+    """Qwen2.5-Omni's BigVGAN as released (1536 channels, random weights): the stream within rounding of one
+    forward, over the card's first chunk sizes."""
+    from transformers.models.qwen2_5_omni.configuration_qwen2_5_omni import Qwen2_5OmniBigVGANConfig
+    from transformers.models.qwen2_5_omni.modeling_qwen2_5_omni import Qwen2_5OmniToken2WavBigVGANModel
+
+    torch.manual_seed(0)
+    module = Qwen2_5OmniToken2WavBigVGANModel(Qwen2_5OmniBigVGANConfig()).eval()
+    assert module.config.upsample_initial_channel == 1536
+    lean = LeanBigVGAN(module)
+    stream = BigVGANStream(lean)
+    mel = torch.randn(1, module.config.mel_dim, 64, generator=torch.Generator().manual_seed(1)) * 2 - 5
+    with torch.no_grad():
+        whole = lean(mel).reshape(-1).numpy()
+    pieces = _chunked(stream, mel, (24, 32))
+    assert [len(p) for p in pieces][0] == 0 and sum(len(p) for p in pieces) == 64 * 240
+    assert snr_db(whole, np.concatenate(pieces)) > STREAM_SNR_DB

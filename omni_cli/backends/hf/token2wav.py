@@ -12,7 +12,10 @@
 #   overlap/2 frames of the window's look-ahead past them (mel the next window computes again, with more
 #   context), and samples are emitted for the chunk's own frames [start, end): the same work, each
 #   chunk's audio overlap/2 frames sooner, and the seam's samples read look-ahead mel.
-# One chunk covering the whole utterance is exactly transformers' `Qwen2_5OmniToken2WavModel` either way.
+# - stream: no overlap; BigVGAN's layers carry their context from chunk to chunk and each kept frame is
+#   decoded once (token2wav_stream.py), the first chunks within its look-ahead made as lookahead makes them.
+# One chunk covering the whole utterance is exactly transformers' `Qwen2_5OmniToken2WavModel` either way
+# (stream: to float rounding).
 #
 # Noise: torch's CPU normal stream is prefix-stable (drawing frames block by block gives the frames
 # of one draw), so each request draws its noise lazily from its own seeded CPU generator and gets

@@ -41,6 +41,8 @@ def finish(vocoder: Any, inputs: list, windows: list, kept: list) -> list[np.nda
     for i, (plan, (mel, _)) in enumerate(zip(plans, split, strict=True)):
         if fills[i]:
             results[i] = _fill(vocoder, inputs[i], plan, split[i])
+        elif plan[4] and inputs[i].state.bigvgan_slots is None:  # the last chunk, the stream not started
+            results[i] = _whole(vocoder, mel)
         else:
             groups.setdefault((mel.shape[2], plan[4], bigvgan_stream.key(slots[i])), []).append(i)
     for (frames, final, _), members in groups.items():
@@ -89,6 +91,15 @@ def _fill(vocoder: Any, inp: Any, plan: tuple, split: tuple) -> tuple:
     return wave[(sent - lo) * vocoder.hop:(stop - lo) * vocoder.hop], None, mel.shape[2]
 
 
+def _whole(vocoder: Any, mel: torch.Tensor) -> tuple:
+    """One forward over the utterance's kept mel: a one-chunk utterance is transformers' token2wav exactly."""
+    if not mel.shape[2]:
+        return np.zeros(0, dtype=np.float32), None, 0
+    wave = vocoder.vocode(mel).reshape(-1).float().cpu().numpy()
+    vocoder.convs.ran(1, mel.shape[2], vocoder.threads.count)
+    return wave, None, mel.shape[2]
+
+
 def _push(stream: bigvgan_stream.BigVGANStream, slots: list, mels: list, final: bool, start: int, stop: int
           ) -> tuple[np.ndarray, list]:
     """Rows [start, stop) of one group as one batch: (their samples [rows, n], each row's new slots)."""
@@ -102,7 +113,7 @@ def _advance(vocoder: Any, inp: Any, plan: tuple, result: tuple, later: tuple) -
     samples, slots, frames = result
     state, stop, is_last = inp.state, inp.end * vocoder.repeats, plan[4]
     state.bigvgan_frames += frames
-    if slots is None:  # filled: every kept frame is held for the stream, which has not started
+    if slots is None and not is_last:  # filled: every kept frame is held for the stream, which has not started
         held, _ = _split(vocoder, inp, plan)
         state.mel_tail, state.sent_samples = held, stop * vocoder.hop
     else:  # the stream's samples from the first not yet sent (it starts behind what the fills sent)

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from hf_cards import run_example  # noqa: E402
 from test_hf_bigvgan_seam import SIZES, _vocoder  # noqa: E402
 from test_hf_token2wav import MIN_SNR_DB, random_codes, snr_db  # noqa: E402
 
@@ -189,3 +190,14 @@ def test_at_the_released_width_the_stream_gives_one_forwards_samples_to_float_ro
     pieces = _chunked(stream, mel, (24, 32))
     assert [len(p) for p in pieces][0] == 0 and sum(len(p) for p in pieces) == 64 * 240
     assert snr_db(whole, np.concatenate(pieces)) > STREAM_SNR_DB
+
+
+def test_the_stream_example_counts_frames_decoded_and_compares_with_the_whole_decode(tiny_checkpoint):
+    """examples/hf_bigvgan_stream.py, BigVGAN alone: a row per way, the stream's frames decoded once and its
+    samples the whole decode's to rounding, the chunked decode's frames more than once."""
+    stdout = run_example("hf_bigvgan_stream.py", tiny_checkpoint, "--codes", 40, "--rounds", 1, "--skip-engine")
+    rows = {line.split()[0]: line for line in stdout.splitlines()[1:]}
+    assert set(rows) == {"chunked", "stream", "filled", "whole"}, stdout
+    frames = {name: float(row.split("frames decoded ")[1].split("x")[0]) for name, row in rows.items()}
+    assert frames["stream"] == frames["whole"] == 1.0 and frames["chunked"] > 1.0, stdout
+    assert float(rows["stream"].split("SNR vs whole ")[1].split()[0]) > STREAM_SNR_DB, stdout

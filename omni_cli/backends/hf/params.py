@@ -44,10 +44,19 @@ class VocoderParams(ComponentParams):
     bigvgan_overlap_frames: int = bounded(
         40, min=0, max=4096, doc="mel frames BigVGAN re-reads from the previous chunk; half trimmed on each inner edge"
     )
-    bigvgan_seam: Literal["held", "lookahead"] = bounded(
+    bigvgan_seam: Literal["held", "lookahead", "stream"] = bounded(
         "held", doc="where a chunk's samples end: held back half the overlap until the next chunk's mel comes "
         "(BigVGAN's samples over the kept mel), or at the chunk's last kept frame, BigVGAN reading half the "
-        "overlap past it from the DiT window's look-ahead mel (each chunk's audio half the overlap sooner)")
+        "overlap past it from the DiT window's look-ahead mel (each chunk's audio half the overlap sooner); "
+        "or stream: BigVGAN's layers carry their context from chunk to chunk, so each mel frame is decoded once "
+        "(no overlap) and the samples are one whole-utterance forward's to float rounding, each chunk's ending "
+        "BigVGAN's look-ahead (about 34 mel frames) before its last code, the last chunk flushing the rest "
+        "(backends/hf/bigvgan_stream.py)")
+    bigvgan_stream_fill: bool = bounded(
+        True, doc="bigvgan_seam stream: a chunk whose stream samples would not reach past the audio already sent "
+        "(an utterance's first chunks, within BigVGAN's look-ahead) is made as lookahead makes it, so the first "
+        "audio comes as early; the stream then starts at the utterance's first frame, skipping what was sent. "
+        "false: every mel frame decoded once and every sample the whole forward's, the first audio later")
     bigvgan_batch_frames: int = bounded(
         640, min=1, max=1 << 20, doc="most mel frames each row thread gets in one batched BigVGAN call (rows shared "
         "out evenly over as few calls as keep to it): a few rows a thread pay each operation's fixed cost once, "
@@ -81,8 +90,9 @@ class VocoderParams(ComponentParams):
         out = []
         if self.bigvgan_overlap_frames % 2:
             out.append(("bigvgan_overlap_frames", "must be even (half of it is trimmed on each side)"))
-        if self.bigvgan_seam == "lookahead" and self.chunk_future_frames < self.bigvgan_overlap_frames // 2:
-            out.append(("bigvgan_seam", f"lookahead reads {self.bigvgan_overlap_frames // 2} mel frames past each "
+        reads_ahead = self.bigvgan_seam == "lookahead" or self.bigvgan_seam == "stream" and self.bigvgan_stream_fill
+        if reads_ahead and self.chunk_future_frames < self.bigvgan_overlap_frames // 2:
+            out.append(("bigvgan_seam", f"{self.bigvgan_seam} reads {self.bigvgan_overlap_frames // 2} mel frames past each "
                         f"chunk from the DiT's look-ahead, but chunk_future_frames is {self.chunk_future_frames}"))
         if self.chunk_future_frames % 2:
             out.append(("chunk_future_frames", "must be even (2 mel frames per code)"))

@@ -12,7 +12,10 @@
 #   overlap/2 frames of the window's look-ahead past them (mel the next window computes again, with more
 #   context), and samples are emitted for the chunk's own frames [start, end): the same work, each
 #   chunk's audio overlap/2 frames sooner, and the seam's samples read look-ahead mel.
-# One chunk covering the whole utterance is exactly transformers' `Qwen2_5OmniToken2WavModel` either way.
+# - stream: no overlap; BigVGAN's layers carry their context from chunk to chunk and each kept frame is
+#   decoded once (token2wav_stream.py), the first chunks within its look-ahead made as lookahead makes them.
+# One chunk covering the whole utterance is exactly transformers' `Qwen2_5OmniToken2WavModel` either way
+# (stream: to float rounding).
 #
 # Noise: torch's CPU normal stream is prefix-stable (drawing frames block by block gives the frames
 # of one draw), so each request draws its noise lazily from its own seeded CPU generator and gets
@@ -45,6 +48,8 @@ from omni_cli.backends.hf.threads import Threads, choose_threads, intra_op_threa
 from omni_cli.backends.hf.token2wav_bytes import VocoderBytes
 from omni_cli.backends.hf.token2wav_compiled import compile_bigvgan, compile_dit
 from omni_cli.backends.hf.token2wav_state import NOISE_GROWTH_FRAMES, VocoderState, Window, bigvgan_calls
+from omni_cli.backends.hf.token2wav_stream import attach as attach_stream
+from omni_cli.backends.hf.token2wav_stream import finish as stream_finish
 
 __all__ = ["NOISE_GROWTH_FRAMES", "HFVocoder", "VocoderState", "bigvgan_calls"]
 
@@ -76,8 +81,9 @@ class HFVocoder(VocoderBytes, VocoderModel):
         self.future_frames = params.chunk_future_frames
         self.overlap_frames = params.bigvgan_overlap_frames
         # look-ahead mel frames BigVGAN reads past a chunk's end, and kept frames carried to the next chunk
-        self.seam_frames = self.overlap_frames // 2 if params.bigvgan_seam == "lookahead" else 0
-        self.tail_frames = self.overlap_frames - self.seam_frames
+        ahead = params.bigvgan_seam == "lookahead" or params.bigvgan_seam == "stream" and params.bigvgan_stream_fill
+        self.seam_frames = self.overlap_frames // 2 if ahead else 0
+        self.tail_frames = 0 if params.bigvgan_seam == "stream" else self.overlap_frames - self.seam_frames
         self.bigvgan_batch_frames = params.bigvgan_batch_frames
         # a batch's rows over Python threads
         count = choose_row_threads(params.row_threads, self.threads.count, on_cpu=loaded.device.type == "cpu")
@@ -93,6 +99,7 @@ class HFVocoder(VocoderBytes, VocoderModel):
         # the parts compiled ahead of time or by torch.compile, as the params ask (None: eager)
         self.ahead_failed: dict[str, str] = {}  # part -> why it could not be built (it then runs eager)
         self.bigvgan_ahead = compile_bigvgan(self, params, on_load)
+        attach_stream(self, params)  # stream: BigVGAN's layers carry their context chunk to chunk (token2wav_stream.py)
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
         self.ahead, self.compiled = compile_dit(self, params, on_load)
@@ -144,6 +151,8 @@ class HFVocoder(VocoderBytes, VocoderModel):
                 kept: list[torch.Tensor | None]) -> list[np.ndarray]:
         """BigVGAN over each kept mel (after the previous chunk's tail, before any look-ahead context), batched
         where lengths agree; the samples each chunk makes final."""
+        if self.stream is not None:
+            return stream_finish(self, inputs, windows, kept)
         plans, later = zip(*(self._bigvgan_plan(inp, window, mel) for inp, window, mel
                              in zip(inputs, windows, kept, strict=True)), strict=True)
         waves = self._bigvgan(plans)
@@ -200,6 +209,7 @@ class HFVocoder(VocoderBytes, VocoderModel):
         mel_in, emit_from, emit_to, read_to, is_last = plan
         state = inp.state
         state.emitted_frames = emit_to
+        state.bigvgan_frames += 0 if wave is None else mel_in.shape[2]
         state.later_mel, state.later_from, state.later_to = later
         if mel_in is not None and self.tail_frames:  # the kept frames before the look-ahead context
             kept_in = mel_in[:, :, :mel_in.shape[2] - (read_to - inp.end * self.repeats)]

@@ -70,4 +70,8 @@ class VocoderState:
     later_to: int = 0
     next_code: int = 0  # the start the next chunk must have
     emitted_frames: int = 0  # samples were emitted for mel frames [0, emitted_frames)
+    bigvgan_frames: int = 0  # mel frames BigVGAN has read for this utterance (overlap and look-ahead included)
+    bigvgan_slots: list | None = None  # bigvgan_seam stream: what BigVGAN's layers carry to the next chunk
+    stream_samples: int = 0  # samples the stream has made, and samples sent (a fill sends them before it)
+    sent_samples: int = 0
     is_finished: bool = False

@@ -46,7 +46,7 @@ def test_the_wav_grows_valid_while_it_is_written(spawn, home, solo):
             info = (home / "long.wav").stat()
         except FileNotFoundError:
             info = None
-        # each state of the file read once: re-reading an unchanged 1.4 MB file every 2 ms takes the core the
+        # each state of the file read once: re-reading an unchanged file of megabytes every 2 ms takes the core the
         # writer needs
         if info is not None and info.st_size >= 44 and (info.st_size, info.st_mtime_ns) != looked:
             looked = (info.st_size, info.st_mtime_ns)

@@ -98,8 +98,9 @@ def websocket(url: str, streamed: bool) -> float:
             pass
         first = time.perf_counter()
         sender.join()
-        for _ in ws:  # the rest of the session
-            pass
+        for message in ws:  # the rest of the utterance: the socket stays open for another until the client leaves
+            if not isinstance(message, bytes) and json.loads(message).get("type") == "session.done":
+                break
     return first - clause_done[0]
 
 

@@ -44,10 +44,15 @@ GROUP_OF_FILE = {path: group for group, paths in WORKER_GROUPS.items() for path 
 # The units (files, groups) that take longest on 2 cores, longest first: the scheduler gives these out first.
 # Ranked by a whole run's `python -m pytest --durations=80` (a unit's tests summed); units not named here follow.
 # The doc tests come second: they need no tiny checkpoint, so one worker runs them while the other builds it.
+# The two files that compile the tiny checkpoint's DiT and BigVGAN in a fresh cache of their own come before
+# the Ray group, whose first file loads the shipped card: their files go into the run's cache
+# (hf_cards.share_with_the_run), so on a machine that has none yet the card's loads find them there instead
+# of compiling each a second time.
 LONGEST_FIRST = (
-    "ray",
-    "tests/docs/test_doc_commands.py",
     "tests/hf/test_hf_dit_ahead.py",
+    "tests/docs/test_doc_commands.py",
+    "tests/hf/test_hf_bigvgan_ahead.py",
+    "ray",
     "real_width",
     "tests/hf/test_hf_dit_compile.py",
     "tests/cli/test_reliability_cli.py",

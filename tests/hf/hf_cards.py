@@ -73,3 +73,23 @@ def qwen3_card(directory: Path, name: str, *, thinker_max: int = 12, talker_max:
     path = directory / f"{name}.yaml"
     path.write_text(yaml.safe_dump(card))
     return path
+
+
+def share_with_the_run(private_cache: Path, folder: str) -> None:
+    """Copy the ahead-of-time files a test built in a cache of its own (to see a first load build) into the run's
+    cache (OMNI_CLI_CACHE: tests/conftest.py), each with its digest, where the cards other tests load would
+    otherwise compile the same key again. Under the key's lock, as omni builds it; a file there already is kept."""
+    import fcntl
+
+    from omni_cli import cache
+
+    shared = cache.cache_dir(folder)
+    for built in sorted((private_cache / folder).glob("*.so")):
+        data = cache.read_verified(built)
+        target = shared / built.name
+        if data is None or target == built:
+            continue
+        with open(shared / f"{built.stem}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not cache.verified(target):
+                cache.write_artifact(target, data, 0o644)

@@ -1,7 +1,7 @@
 """Where a lone request's first audio goes on the hf path, and what two exact speed-ups save, side by side.
 
     python -m omni_cli.backends.hf.tiny ./tiny-omni
-    python examples/hf_first_audio.py ./tiny-omni [--requests 8] [--rounds 2] [--codes 200] [--first-audio 8]
+    python examples/hf_first_audio.py ./tiny-omni [--requests 8] [--rounds 2] [--codes 200] [--first-audio 4]
 
 Each round runs, for each variant in turn, `--requests` greedy chat utterances of `--codes` codes one after
 another (concurrency 1, as `omni bench --reference`'s ours-1 does):
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--codes", type=int, default=200)
-    parser.add_argument("--first-audio", type=int, default=8, help="two-piece: codes in the first piece")
+    parser.add_argument("--first-audio", type=int, default=4, help="two-piece: codes in the first piece")
     args = parser.parse_args()
 
     from omni_cli.api import load

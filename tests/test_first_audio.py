@@ -76,9 +76,9 @@ def test_a_card_shows_its_first_piece(tmp_path):
     shipped = (Path(__file__).resolve().parents[1] / "cards" / "qwen2_5_omni.yaml").read_text(encoding="utf-8")
     assert "    first_audio_codes: 0\n" in shipped  # one piece by default
     split = tmp_path / "qwen2_5_omni.yaml"
-    split.write_text(shipped.replace("    first_audio_codes: 0\n", "    first_audio_codes: 8\n"), encoding="utf-8")
-    for card, says in ((split, "chunk_codes 12, 16, 24, then doubling to 96, first audio after 8"),
-                       ("qwen2_5_omni", "chunk_codes 12, 16, 24, then doubling to 96, the first 112 codes as one chunk beside other requests, "
+    split.write_text(shipped.replace("    first_audio_codes: 0\n", "    first_audio_codes: 4\n"), encoding="utf-8")
+    for card, says in ((split, "chunk_codes 6, 16, 24, then doubling to 96, first audio after 4"),
+                       ("qwen2_5_omni", "chunk_codes 6, 16, 24, then doubling to 96, the first 112 codes as one chunk beside other requests, "
                                        "96 after a chunk slower than its audio")):
         shown = CliRunner().invoke(app, ["cards", "show", str(card)], env={"COLUMNS": "200"})
         assert shown.exit_code == 0, shown.output

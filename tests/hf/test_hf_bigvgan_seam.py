@@ -64,8 +64,8 @@ def test_lookahead_chunks_end_at_their_last_code_and_stay_close_to_the_whole_utt
 
 
 def test_the_shipped_cards_chunks_stay_close_to_the_whole_utterance(vocoders):
-    """The card's schedule as a request alone gets it (`first_chunk_codes` a list since stop 33: 12, 16, 24,
-    then doubling): each chunk's samples end at its last code, and together they are the whole utterance's
+    """The card's schedule as a request alone gets it (`first_chunk_codes` a list: 6, 16, 24, then
+    doubling): each chunk's samples end at its last code, and together they are the whole utterance's
     to the SNR the other schedules keep."""
     loop = load_card(parse_yaml(CARD.read_text(encoding="utf-8"), str(CARD))).loops["vocoder"]
     sizes = [loop.chunk_size(i) for i in range(8)]

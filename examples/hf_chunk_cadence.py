@@ -3,7 +3,7 @@ starts at the first audio waits even where audio is made faster than real time.
 
     python -m omni_cli.backends.hf.tiny ./tiny-omni
     python examples/hf_chunk_cadence.py ./tiny-omni [--concurrency 8] [--placement vocoder=process:2]
-                                        [--rounds 2] [--codes 200]
+                                        [--rounds 2] [--codes 200] [--set KEY=VALUE ...]
 
 Each round runs `--concurrency` greedy chat utterances of `--codes` codes at once, as `omni bench
 --reference`'s ours-8 does (`--placement` as there), and prints its RTF p50 and stall max, then one row per
@@ -12,7 +12,7 @@ first audio, how long after the chunk before it came ("gap"), the audio the play
 ("margin"; negative: the player waited that long), and the gap over the chunk before's audio. A chunk comes
 in time when that last figure is at most 1. Where chunks double (24, 48, 96 codes), chunk k + 1 holds twice
 chunk k's audio: to come in time it must be made at under half real time, whatever the utterance's RTF as a
-whole. Where they are small, each call's fixed part decides (the card's 12, 16, 24: docs/performance.md).
+whole. Where they are small, each call's fixed part decides (the card's 6, 16, 24: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--placement", default="card", help="where ours runs: card, KIND or NAME=KIND,...")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--codes", type=int, default=200)
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="a card value, as `omni speak --set` takes it (e.g. loops.vocoder.pace=schedule)")
     args = parser.parse_args()
 
     import omni_cli.bench.workload as workload
@@ -43,7 +45,10 @@ def main() -> None:
         heard(self, now, duration_s)
 
     workload.PlaybackClock.chunk = chunk
-    base = load("qwen2_5_omni", settings={"model_path": args.checkpoint})
+    from omni_cli.spec.overrides import parse_override
+
+    overrides = dict(parse_override(text) for text in args.sets)
+    base = load("qwen2_5_omni", settings={"model_path": args.checkpoint}, overrides=overrides or None)
     program = greedy_variant(base, {"thinker": 12, "talker": args.codes + 1}, talker_min=args.codes)
     work = Workload(num_requests=args.concurrency, text_chars=60, mode="chat", concurrency=args.concurrency,
                     placement=args.placement)

@@ -174,3 +174,19 @@ def discard(path: Path) -> None:
     """Remove an artifact and its digest (one that failed its check, before it is rebuilt)."""
     path.unlink(missing_ok=True)
     digest_path(path).unlink(missing_ok=True)
+
+
+def remembered_digest(folder: Path, key: str, compute) -> str:
+    """A SHA-256 hex digest that is slow to compute (a large file's, a model's weights'), kept in `folder` under
+    `key` (what changes when the thing does: its path, size and modification time) and computed again only
+    when nothing verified is kept there."""
+    path = folder / hashlib.sha256(key.encode()).hexdigest()[:32]
+    known = read_verified(path)
+    if known is not None and len(known) == 64:
+        return known.decode()
+    digest = compute()
+    try:
+        write_artifact(path, digest.encode())
+    except OSError:
+        pass  # computed again next time
+    return digest

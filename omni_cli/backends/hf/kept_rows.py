@@ -40,18 +40,10 @@ def weights_digest(module: torch.nn.Module, model_path: str, dtype: str) -> str:
             stats.append([path.name, info.st_size, info.st_mtime_ns])
     key = json.dumps([str(folder), type(module).__name__, dtype, stats])
     try:
-        remembered = cache.cache_dir("encoded", "weights") / hashlib.sha256(key.encode()).hexdigest()[:32]
+        folder = cache.cache_dir("encoded", "weights")
     except (cache.CacheRefused, OSError):
         return _hash_tensors(module)  # the store is refused too; this run only
-    known = cache.read_verified(remembered)
-    if known is not None and len(known) == 64:
-        return known.decode()
-    digest = _hash_tensors(module)
-    try:
-        cache.write_artifact(remembered, digest.encode())
-    except OSError:
-        pass  # hashed again next time
-    return digest
+    return cache.remembered_digest(folder, key, lambda: _hash_tensors(module))
 
 
 def _hash_tensors(module: torch.nn.Module) -> str:

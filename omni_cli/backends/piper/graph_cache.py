@@ -64,17 +64,7 @@ def file_digest(path: Path) -> str:
     """A file's SHA-256 (the voice's, the lexicon's), remembered under its path, size and modification time."""
     info = path.stat()
     key = f"{path.resolve()}\0{info.st_size}\0{info.st_mtime_ns}"
-    folder = cache.cache_dir("piper", "digests")
-    remembered = folder / hashlib.sha256(key.encode()).hexdigest()[:32]
-    known = cache.read_verified(remembered)
-    if known is not None and len(known) == 64:
-        return known.decode()
-    digest = _hash_file(path)
-    try:
-        cache.write_artifact(remembered, digest.encode())
-    except OSError:
-        pass  # hashed again next time
-    return digest
+    return cache.remembered_digest(cache.cache_dir("piper", "digests"), key, lambda: _hash_file(path))
 
 
 def _hash_file(path: Path) -> str:

@@ -7,11 +7,11 @@ import numpy as np
 
 from ...audio.watched import sample_indices
 from ..base import IMAGE, ImageEncoderModel, ImageInput, ImageRows
-from .nn import WeightSource, linear, rms_norm, silu, softmax, weights_identity
+from .nn import KeptRows, WeightSource, linear, rms_norm, silu, softmax
 from .params import ImageEncoderParams
 
 
-class NumpyImageEncoder(ImageEncoderModel):
+class NumpyImageEncoder(KeptRows, ImageEncoderModel):
     """RGB pixels -> `patch_size` squares (the picture scaled, nearest pixel, to at most `max_grid` patches a side)
     -> patch embedding plus row and column positions -> layers in which every patch sees the whole picture ->
     the thinker's width. One row per patch, in row-major order: grid (1, rows, columns)."""
@@ -36,7 +36,6 @@ class NumpyImageEncoder(ImageEncoderModel):
         ]
         self.final_norm = ws.ones(d)
         self.proj = ws.matrix(d, thinker_width, scale=0.5)
-        self._identity = None
         self._params = params
 
     # resources
@@ -46,18 +45,6 @@ class NumpyImageEncoder(ImageEncoderModel):
     def _arrays(self) -> list[np.ndarray]:
         arrays = [self.patch_in, self.row_pos, self.col_pos, self.final_norm, self.proj]
         return arrays + [w for layer in self.layers for w in layer.values()]
-
-    # rows kept across runs
-    def identity(self) -> dict:
-        if self._identity is None:
-            self._identity = weights_identity(type(self).__name__, self._params, self._arrays())
-        return self._identity
-
-    def rows_to_numpy(self, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(rows, np.float32)
-
-    def rows_from_numpy(self, array: np.ndarray) -> np.ndarray:
-        return np.asarray(array, np.float32)
 
     def rows_for(self, width: int, height: int) -> tuple[int, int, int]:
         side = lambda n: min(self.max_grid, max(1, round(n / self.patch_size)))  # noqa: E731

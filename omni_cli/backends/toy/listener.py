@@ -7,13 +7,13 @@ import math
 import numpy as np
 
 from ..base import AUDIO_BLOCK, AudioBlockInput, AudioBlockOutput, AudioEncoderModel
-from .nn import WeightSource, linear, rms_norm, silu, softmax, weights_identity
+from .nn import KeptRows, WeightSource, linear, rms_norm, silu, softmax
 from .params import AudioEncoderParams
 
 _ENERGY_FLOOR = np.float32(1e-6)  # a fixed floor (not the clip's own maximum): any prefix is final
 
 
-class NumpyAudioEncoder(AudioEncoderModel):
+class NumpyAudioEncoder(KeptRows, AudioEncoderModel):
     """Frames of `frame_samples` -> log band energies -> frame pairs -> layers within a block -> pooled pairs ->
     the thinker's width. A full block of `block_frames` frames makes block_frames / 4 positions; every row is
     computed alone (nn.linear), so a block encoded as it arrives equals the whole clip encoded at once, bit for bit."""
@@ -41,7 +41,6 @@ class NumpyAudioEncoder(AudioEncoderModel):
         self.final_norm = ws.ones(d)
         self.proj = ws.matrix(d, thinker_width, scale=0.5)
         self.thinker_width = thinker_width
-        self._identity = None
         self._params = params
 
     # resources
@@ -51,18 +50,6 @@ class NumpyAudioEncoder(AudioEncoderModel):
     def _arrays(self) -> list[np.ndarray]:
         arrays = [self.filters, self.pair_in, self.positions, self.final_norm, self.proj]
         return arrays + [w for layer in self.layers for w in layer.values()]
-
-    # rows kept across runs
-    def identity(self) -> dict:
-        if self._identity is None:
-            self._identity = weights_identity(type(self).__name__, self._params, self._arrays())
-        return self._identity
-
-    def rows_to_numpy(self, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(rows, np.float32)
-
-    def rows_from_numpy(self, array: np.ndarray) -> np.ndarray:
-        return np.asarray(array, np.float32)
 
     def new_state(self) -> None:
         return None  # blocks need nothing from each other

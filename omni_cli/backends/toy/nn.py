@@ -75,3 +75,21 @@ def weights_identity(kind: str, params: object, arrays: list[np.ndarray]) -> dic
         digest.update(np.ascontiguousarray(array).tobytes())
     return {"encoder": kind, "params": dataclasses.asdict(params), "weights": digest.hexdigest(),
             "numpy": np.__version__}
+
+
+class KeptRows:
+    """What the toy encoders give rows kept across runs (omni_cli/encoded.py): an identity from their class,
+    params and weights (`_params`, `_arrays()`), and rows that are float32 arrays already."""
+
+    _identity: dict | None = None
+
+    def identity(self) -> dict:
+        if self._identity is None:
+            self._identity = weights_identity(type(self).__name__, self._params, self._arrays())
+        return self._identity
+
+    def rows_to_numpy(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(rows, np.float32)
+
+    def rows_from_numpy(self, array: np.ndarray) -> np.ndarray:
+        return np.asarray(array, np.float32)

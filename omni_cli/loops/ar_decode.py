@@ -57,6 +57,13 @@ class ARState(LoopState):
         self.cache = None  # the KV cache is the big thing a request holds
 
 
+def join_rows(component: ARModel, parts: list[Any]) -> Any:
+    """A prompt's parts' rows as one, by the component's join; rows a placed component keeps in its worker come
+    back as handles (executors/handoff.py), which join by their own rule."""
+    join = getattr(parts[0], "join_rows", None)
+    return join(parts) if join is not None else component.join_rows(parts)
+
+
 @register_loop_kind
 class ARDecodeLoop(Loop):
     kind = "ar_decode"
@@ -240,8 +247,8 @@ class ARDecodeLoop(Loop):
         if state.parts:  # the prompt's item holds every position of every part, as a prefill in one piece would
             parts, state.parts = [*state.parts, (consumed, hidden, embeds)], []
             consumed = [t for ids, _, _ in parts for t in ids]
-            hidden = self.component.join_rows([h for _, h, _ in parts])
-            embeds = self.component.join_rows([e for _, _, e in parts])
+            hidden = join_rows(self.component, [h for _, h, _ in parts])
+            embeds = join_rows(self.component, [e for _, _, e in parts])
         state.out.put(ARItem(plan.step, list(consumed), token, hidden, embeds, output.extra))
         n = len(state.tokens)
         if token in self.component.eos_token_ids:

@@ -63,3 +63,29 @@ def test_thinker_and_talker_placed_make_inline_s_tokens_and_samples(program, inl
     for a, b in zip(inline_together, together, strict=True):
         assert a.tokens == b.tokens and a.samples.size == b.samples.size > 0
         assert float(np.max(np.abs(a.samples - b.samples))) <= tolerance
+
+
+def test_a_heard_and_seen_turn_with_thinker_and_talker_in_processes_is_inline_s(tiny_checkpoint):
+    """The thinker prefills text, audio and a picture in parts: placed, the talker's worker joins the parts'
+    rows as the thinker does (torch.cat here), bit for bit as inline."""
+    from omni_cli.audio.seen import SeenImage
+    from omni_cli.audio.source import AudioSource
+
+    chat = greedy_variant(load("qwen2_5_omni", "chat", settings={"model_path": str(tiny_checkpoint)}),
+                          {"thinker": 6, "talker": 24})
+    t = np.arange(32000) / 16000
+
+    def turn():  # afresh for each run: a clip keeps its encoding once heard
+        spoken = AudioSource.whole((0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), 16000)
+        picture = SeenImage(np.random.default_rng(1).integers(0, 256, (40, 70, 3), dtype=np.uint8), "p1")
+        return [SpeakRequest("what is it?", mode="chat", voice="Chelsie", seed=1, audio=spoken, images=(picture,))]
+
+    inline = run(chat, turn())[0]
+    executors = make_executors(chat, placed(chat, "thinker=process,talker=process"))
+    try:
+        ours = run(chat, turn(), executors)[0]
+        assert executors["talker"].live_states() == 0
+    finally:
+        close_executors(executors)
+    assert ours.tokens == inline.tokens and all(len(t) > 0 for t in ours.tokens.values())
+    assert ours.samples.size > 0 and np.array_equal(ours.samples, inline.samples)

@@ -10,15 +10,20 @@ from omni_cli.engine.executors import close_executors, make_executors
 
 @pytest.fixture(scope="module")
 def executors(request, toy):
-    """{kind: executors} made on first use and closed at the module's end (a process starts in ~1 s)."""
-    made: dict[str, dict] = {}
+    """`get(kind, program)`: the program's (the toy card's default one unless given) components placed on
+    `kind`, made on first use and closed at the module's end (a process starts in ~1 s)."""
+    made: dict[tuple[str, int], dict] = {}
+    programs = []  # kept alive: their ids key `made`
 
-    def get(kind: str):
-        if kind not in made:
-            if kind == "ray":
+    def get(kind: str, program=None):
+        program = toy if program is None else program
+        key = (kind, id(program))
+        if key not in made:
+            if "ray" in kind:
                 request.getfixturevalue("ray_cluster")
-            made[kind] = make_executors(toy, placed(toy, kind))
-        return made[kind]
+            programs.append(program)
+            made[key] = make_executors(program, placed(program, kind))
+        return made[key]
 
     yield get
     for group in made.values():

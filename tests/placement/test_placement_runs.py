@@ -9,6 +9,9 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
+from omni_cli.api import load
+from omni_cli.audio.seen import SeenImage
+from omni_cli.audio.source import AudioSource
 from omni_cli.bench.placement import placed
 from omni_cli.engine import Engine, WorkUnitEvent
 from omni_cli.engine.executors import WorkerDied, make_executors
@@ -24,6 +27,21 @@ MIX = [
     SpeakRequest("Answer me", mode="chat", seed=4, max_tokens=9),
     SpeakRequest("Hello, world", seed=5, handoff="barrier"),
 ]
+
+
+def heard_and_seen():
+    """Chat turns that hear a clip (the thinker prefills in parts: text, audio blocks, text), see a picture, or
+    both, beside a text-only one; made afresh for each run (a clip keeps its encoding once heard)."""
+    t = np.arange(32000) / 16000
+    spoken = AudioSource.whole((0.3 * np.sin(2 * np.pi * 220 * t * (1 + 0.2 * t))).astype(np.float32), 16000)
+    picture = SeenImage(np.random.default_rng(1).integers(0, 256, (40, 70, 3), dtype=np.uint8), "p1")
+    return [
+        SpeakRequest("", mode="chat", seed=1, max_tokens=9, audio=spoken),
+        SpeakRequest("What is this?", mode="chat", seed=2, max_tokens=9, images=(picture,), voice="tenor"),
+        SpeakRequest("Only text.", mode="chat", seed=3, max_tokens=9),
+        SpeakRequest("And this?", mode="chat", seed=4, max_tokens=9, images=(picture,),
+                     audio=AudioSource.whole(np.asarray(spoken.arrived()[::-1]), 16000), handoff="barrier"),
+    ]
 
 
 @contextmanager
@@ -68,6 +86,26 @@ def test_every_placement_makes_inline_s_tokens_and_samples(toy, executors, inlin
     assert engine.stats.batched_calls < engine.stats.work_units  # batches formed there too
     alone = run(toy, executors(kind), MIX[1:2])[1][0]  # a request alone on the executor, as inline alone
     assert alone.tokens == inline_results[1].tokens and np.array_equal(alone.samples, inline_results[1].samples)
+
+
+@pytest.fixture(scope="module")
+def chat():
+    return load("qwen2_5_omni_toy", "chat")
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "thinker=process,talker=process"])
+def test_turns_that_hear_and_see_placed_make_inline_s_tokens_and_samples(chat, executors, kind):
+    """The thinker's prompt item joins its parts' rows: placed, those rows are handles in the driver, the
+    talker's worker joins the arrays (engine/executors/handoff.py)."""
+    inline = run(chat, None, heard_and_seen())[1]
+    placed_executors = executors(kind, chat)
+    engine, results = run(chat, placed_executors, heard_and_seen())
+    for a, b in zip(inline, results, strict=True):
+        assert b.status is RequestStatus.FINISHED, b.error
+        assert a.tokens == b.tokens and a.text == b.text and np.array_equal(a.samples, b.samples)
+        assert all(len(t) > 0 for t in a.tokens.values()) and a.samples.size > 0  # empty is never parity
+    del engine, results
+    assert {name: ex.live_states() for name, ex in placed_executors.items()} == dict.fromkeys(chat.components, 0)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -10,6 +10,9 @@ thinker's `embed_tokens`), which tells the driver what it needs before the step 
 there yet, the prefill's token ids) and which thinker items the code reads; the step then carries a
 `HandOff` (the method, those items with their handles) in place of the conditioning, and the talker's
 worker runs the same method on the real arrays it fetched. Same code, same arrays: the same bits.
+A prompt prefilled in parts (text, heard audio blocks, a picture's rows) is one item whose rows the AR loop
+joins: handles join into a `HeldRows`, and the talker's worker joins the parts' arrays with the thinker's own
+`join_rows`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,36 @@ class Held:
     def __reduce__(self):
         return Held, (self.ref, self.part, self.shape)
 
+    @property
+    def refs(self) -> tuple[Any, ...]:
+        return (self.ref,)
+
+    def join_rows(self, parts: list[Held]) -> HeldRows:
+        """The driver's join of a prefill's parts (the AR loop's, where it would join arrays): a handle too."""
+        return HeldRows(parts)
+
+
+class HeldRows(Held):
+    """The rows of several held steps joined in order (a prompt prefilled in parts: text, then heard audio
+    blocks...): the worker that reads them joins the arrays. It keeps its pieces, so their pairs stay held
+    (the driver releases a pair when its handle dies) while this one lives; it never travels itself."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pieces: list[Held]):
+        if any(type(p) is not Held or p.part != pieces[0].part for p in pieces):
+            raise TypeError("held rows join only single steps' handles of one part (hidden or embeds)")
+        self.pieces = tuple(pieces)
+        rows = sum(p.shape[0] for p in pieces)
+        super().__init__(None, pieces[0].part, (rows, *pieces[0].shape[1:]))
+
+    def __reduce__(self):
+        raise TypeError("joined held rows travel as their refs (HandOff), never themselves")
+
+    @property
+    def refs(self) -> tuple[Any, ...]:
+        return tuple(p.ref for p in self.pieces)
+
 
 def hold_outputs(outputs: list[Any], keep) -> list[Any]:
     """A thinker worker's outputs with each (hidden, embeds) pair replaced by handles; `keep(hidden, embeds)`
@@ -48,8 +81,9 @@ def hold_outputs(outputs: list[Any], keep) -> list[Any]:
 class HandOff:
     """A talker input to make in the talker's worker: `method(items, is_closed, arg)` of the talker, where
     `items` has `length` entries and the method reads only those in `read`: index -> (step, consumed ids,
-    token, ref of the held pair, hidden, embeds, extra), the arrays None where held (a short tuple: this travels;
-    `extra` is small: the thinker's prompt positions)."""
+    token, refs of the held pairs, hidden, embeds, extra), the arrays None where held (a short tuple: this
+    travels; `extra` is small: the thinker's prompt positions). Several refs: a prompt prefilled in parts, its
+    rows the pairs' rows joined in order."""
 
     __slots__ = ("arg", "is_closed", "length", "method", "read")
 
@@ -61,7 +95,7 @@ class HandOff:
         rows = {}
         for index, item in read.items():
             held = isinstance(item.hidden, Held)
-            rows[index] = (item.step, item.consumed_ids, item.token, item.hidden.ref if held else None,
+            rows[index] = (item.step, item.consumed_ids, item.token, item.hidden.refs if held else (),
                            None if held else item.hidden, None if held else item.embeds, item.extra)
         return cls(method, length, rows, is_closed, arg)
 
@@ -69,14 +103,20 @@ class HandOff:
         return HandOff, (self.method, self.length, self.read, self.is_closed, self.arg)
 
     def refs(self) -> list[Any]:
-        return [row[3] for row in self.read.values() if row[3] is not None]
+        return [ref for row in self.read.values() for ref in row[3]]
 
-    def make(self, talker: Any, pairs: dict[Any, tuple[Any, Any]]) -> Any:
-        """Run the method on the real arrays (`pairs`: ref -> (hidden, embeds), fetched by the worker)."""
+    def make(self, talker: Any, pairs: dict[Any, tuple[Any, Any]], join_rows: Any = None) -> Any:
+        """Run the method on the real arrays (`pairs`: ref -> (hidden, embeds), fetched by the worker;
+        `join_rows`: the thinker's, for an item held in parts)."""
         items = {}
-        for index, (step, consumed, token, ref, hidden, embeds, extra) in self.read.items():
-            if ref is not None:
-                hidden, embeds = pairs[ref]
+        for index, (step, consumed, token, refs, hidden, embeds, extra) in self.read.items():
+            if len(refs) == 1:
+                hidden, embeds = pairs[refs[0]]
+            elif refs:
+                if join_rows is None:
+                    raise RuntimeError("the talker's worker has no thinker to join a prompt prefilled in parts")
+                hidden = join_rows([pairs[ref][0] for ref in refs])
+                embeds = join_rows([pairs[ref][1] for ref in refs])
             items[index] = ARItem(step, list(consumed), token, hidden, embeds, extra)
         return getattr(talker, self.method)(_Sparse(self.length, items), self.is_closed, self.arg)
 
@@ -164,9 +204,10 @@ class DirectHandOff:
         return HandOff.of("cond_for_step", len(items), reading.read, is_closed, step)
 
 
-def make_handoffs(talker: Any, inputs: list[Any], fetch) -> list[Exception | None]:
+def make_handoffs(talker: Any, inputs: list[Any], fetch, join_rows: Any = None) -> list[Exception | None]:
     """In the talker's worker: each input's HandOff replaced by what it makes, in place (the inputs are the
-    worker's copies); `fetch(refs)` gives ref -> (hidden, embeds). One entry per input: None, or its error."""
+    worker's copies); `fetch(refs)` gives ref -> (hidden, embeds), `join_rows` joins a prompt's parts (the
+    thinker's). One entry per input: None, or its error."""
     wanted = [v for item in inputs if isinstance(item, ARStepInput)
               for v in (item.prefill, item.cond) if isinstance(v, HandOff)]
     if not wanted:
@@ -179,12 +220,12 @@ def make_handoffs(talker: Any, inputs: list[Any], fetch) -> list[Exception | Non
     for item in inputs:
         try:
             if isinstance(item, ARStepInput) and isinstance(item.prefill, HandOff):
-                made = item.prefill.make(talker, pairs)
+                made = item.prefill.make(talker, pairs, join_rows)
                 if list(made.token_ids) != list(item.token_ids):
                     raise RuntimeError("the talker's prefill made other token ids in its worker than in the driver")
                 item.prefill = made.payload
             if isinstance(item, ARStepInput) and isinstance(item.cond, HandOff):
-                item.cond = item.cond.make(talker, pairs)
+                item.cond = item.cond.make(talker, pairs, join_rows)
             errors.append(None)
         except Exception as exc:
             errors.append(exc)

@@ -65,6 +65,9 @@ class ComponentWorker:
         self.component = components[spec.component]
         self.table = StateTable()
         self.sender, self.store = sender, store
+        # a talker's hand-off joins a prompt's held parts as the thinker joins them (backend-native arrays)
+        thinker = next((c for c in components.values() if c.role == "thinker"), None) if store is not None else None
+        self.join_rows = None if thinker is None else thinker.join_rows
 
     def run(self, kind: str, inputs: list[Any], released: list[int], dropped: list[Any] = ()) -> BatchOutcome:
         self._release(released, dropped)
@@ -72,7 +75,8 @@ class ComponentWorker:
             resolved = self.table.inbound(inputs)
         except Exception as exc:  # a handle without its state: every request of the batch fails alone
             return BatchOutcome([exc] * len(inputs), time.perf_counter(), 0.0)
-        errors = make_handoffs(self.component, resolved, self.store.fetch) if self.store is not None else []
+        errors = make_handoffs(self.component, resolved, self.store.fetch, self.join_rows) if self.store is not None \
+            else []
         # the component's own time: the hand-off's fetching and keeping are the executor's cost, not its
         start = time.perf_counter()  # CLOCK_MONOTONIC: the same clock as the driver's on one machine
         if any(errors):  # a request whose hand-off failed fails alone; the others run

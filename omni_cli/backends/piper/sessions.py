@@ -11,7 +11,7 @@ def _options(num_threads: int, optimized: bool = False):
     import onnxruntime as ort  # lazy, as every import of this backend
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = num_threads or side_by_side_threads()
+    options.intra_op_num_threads = num_threads or default_threads()
     options.log_severity_level = 3  # its warnings about unused initializers are ours to know, not the user's
     # between runs its threads sleep rather than spin: a spinning thread holds a core that the engine's own
     # thread (the text front end, the writer) is waiting for
@@ -21,12 +21,12 @@ def _options(num_threads: int, optimized: bool = False):
     return options
 
 
-def side_by_side_threads() -> int:
-    """Threads per session when the card leaves the count to onnxruntime (0): the cores this process may use,
-    half each to the acoustic model and the decoder, which run side by side (the card places the acoustic model
-    on its own thread). Their sum is what one session of the whole voice would take."""
+def default_threads() -> int:
+    """Threads per session when the card leaves the count open (0): the cores this process may use, as one
+    session of the whole voice would take. The decoder does most of the work, so it gets them all; the acoustic
+    model, on its own thread, shares them only while it makes the next sentence's frames."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores // 2)
+    return max(1, cores)
 
 
 def session(model: bytes, num_threads: int, optimized: bool = False):

@@ -28,17 +28,25 @@ class SeenImage:
         return int(self.pixels.shape[1]), int(self.pixels.shape[0])  # (width, height), as Pillow says it
 
 
+def open_input(path: str, error: type[ValueError], noun: str):
+    """`path` opened for reading, or `error` in one line saying why not (`noun`: "an image", "a video")."""
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, not {noun}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
 def read_image(path: str) -> SeenImage:
     """A PNG or JPEG file as RGB pixels (an alpha channel is dropped, a palette or grey image expanded)."""
-    try:
-        with open(path, "rb") as f:
+    with open_input(path, ImageInputError, "an image") as f:
+        try:
             raw = f.read()
-    except FileNotFoundError:
-        raise ImageInputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ImageInputError(f"{path}: is a directory, not an image") from None
-    except OSError as exc:
-        raise ImageInputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        except OSError as exc:
+            raise ImageInputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     return read_image_bytes(raw, path)
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .seen import open_input
+
 MAX_BYTES = 1 << 30  # decoded RGB frames held for one video; a longer or larger one is refused
 
 
@@ -40,15 +42,7 @@ def read_video(path: str) -> SeenVideo:
         import av
     except ImportError:
         raise VideoInputError("reading a video needs PyAV: pip install 'omni-cli[hf]' (or [serve])") from None
-    try:
-        with open(path, "rb"):
-            pass
-    except FileNotFoundError:
-        raise VideoInputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise VideoInputError(f"{path}: is a directory, not a video") from None
-    except OSError as exc:
-        raise VideoInputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    open_input(path, VideoInputError, "a video").close()  # a missing file or a folder, said plainly
     try:
         with av.open(path) as container:
             if not container.streams.video:

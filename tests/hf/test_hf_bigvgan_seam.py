@@ -29,8 +29,9 @@ def _vocoder(checkpoint, seam: str, **params):
                  {"model_path": str(checkpoint)})["vocoder"]
 
 
-def _streamed(vocoder, codes: list[int], sizes=SIZES, seed: int = 9) -> list[np.ndarray]:
-    state, start, pieces = vocoder.new_state("Ethan", seed=seed), 0, []
+def _streamed(vocoder, codes: list[int], sizes=SIZES, seed: int = 9, state=None) -> list[np.ndarray]:
+    """The chunks of `sizes` codes, then the rest, each run once its look-ahead codes arrived."""
+    state, start, pieces = state or vocoder.new_state("Ethan", seed=seed), 0, []
     for size in (*sizes, len(codes)):
         end = min(start + size, len(codes))
         have = min(len(codes), end + vocoder.lookahead_codes)  # codes arrive: the chunk's and its look-ahead

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from hf_cards import run_example  # noqa: E402
-from test_hf_bigvgan_seam import SIZES, _vocoder  # noqa: E402
+from test_hf_bigvgan_seam import _streamed, _vocoder  # noqa: E402
 from test_hf_token2wav import MIN_SNR_DB, random_codes, snr_db  # noqa: E402
 
 from omni_cli.backends.base import AUDIO_CHUNK, VocoderChunkInput  # noqa: E402
@@ -36,20 +36,6 @@ def _chunked(stream: BigVGANStream, mel: torch.Tensor, sizes) -> list[np.ndarray
         if stop == frames:
             return pieces
     raise AssertionError("the sizes did not cover the mel")
-
-
-def _streamed(vocoder, codes: list[int], sizes=SIZES, seed: int = 9, state=None) -> list[np.ndarray]:
-    """The chunks of `sizes` codes, then the rest, each run once its look-ahead codes arrived."""
-    state, start, pieces = state or vocoder.new_state("Ethan", seed=seed), 0, []
-    for size in (*sizes, len(codes)):
-        end = min(start + size, len(codes))
-        have = min(len(codes), end + vocoder.lookahead_codes)
-        pieces.append(vocoder.run(AUDIO_CHUNK, [VocoderChunkInput(state, codes[:have], start, end,
-                                                                  have == len(codes))])[0].samples)
-        start = end
-        if end == len(codes):
-            return pieces
-    raise AssertionError("the sizes did not cover the codes")
 
 
 @pytest.fixture(scope="module")
